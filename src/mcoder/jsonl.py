@@ -1,0 +1,185 @@
+"""JSONL in and out: streaming reads with file:line errors, resumable appends, an atomic finish.
+
+Every stage writes through ``RecordWriter``: records go to ``OUT.part`` as they are made, one
+flushed line each, and ``finish()`` renames the part file to ``OUT``. A stage that is killed
+leaves the part file behind; the same command run again reads the keys already written (a torn
+last line is cut off), skips that work and appends the rest, so no record is lost or written
+twice. ``-`` means standard input or standard output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import orjson
+
+from mcoder.errors import DataError, McoderError
+from mcoder.records import from_dict, to_dict
+
+T = TypeVar("T")
+
+STDIO = "-"
+
+
+def display_name(path: str | os.PathLike) -> str:
+    return "<stdin>" if str(path) == STDIO else str(path)
+
+
+@contextlib.contextmanager
+def _open_binary_input(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    if str(path) == STDIO:
+        yield sys.stdin.buffer
+        return
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise McoderError(f"no such file: {path}", hint="check the path", exit_code=2) from None
+    except IsADirectoryError:
+        raise McoderError(f"{path} is a folder, not a JSONL file", exit_code=2) from None
+    with f:
+        yield f
+
+
+def iter_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line, read one line at a time."""
+    name = display_name(path)
+    with _open_binary_input(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise DataError(f"invalid JSON ({e})", path=name, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise DataError("expected a JSON object on each line", path=name, line=lineno)
+            yield lineno, obj
+
+
+def read_records(path: str | os.PathLike, cls: type[T]) -> Iterator[T]:
+    """Parse each line of ``path`` as a ``cls`` record, strictly."""
+    name = display_name(path)
+    for lineno, obj in iter_objects(path):
+        try:
+            yield from_dict(cls, obj)
+        except DataError as e:
+            raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
+
+
+def index_records(path: str | os.PathLike, cls: type[T], key: Callable[[T], str]) -> dict[str, T]:
+    """All records of ``path`` by key; a repeated key is a data error."""
+    out: dict[str, T] = {}
+    name = display_name(path)
+    for i, rec in enumerate(read_records(path, cls), start=1):
+        k = key(rec)
+        if k in out:
+            raise DataError(f"duplicate id {k!r}", path=name, hint="ids must be unique within a file")
+        out[k] = rec
+    return out
+
+
+def dumps(record: Any) -> bytes:
+    data = record if isinstance(record, dict) else to_dict(record)
+    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+class RecordWriter:
+    """Append records to ``path`` with resume after a kill and an atomic finish.
+
+    ``key`` is the field that identifies a record (``id``, ``rollout_id``); ``done`` holds the
+    keys already written, by this run or an earlier one, and ``write`` skips those.
+    ``resume=False`` starts over, discarding an earlier part file or output.
+    """
+
+    def __init__(self, path: str | os.PathLike, key: str, *, resume: bool = True):
+        self.path = str(path)
+        self.key = key
+        self.done: set[str] = set()
+        self.resumed = 0
+        self.written = 0
+        self._stdout = self.path == STDIO
+        if self._stdout:
+            self._f: IO[bytes] = sys.stdout.buffer
+            return
+        target = Path(self.path)
+        if target.parent and not target.parent.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+        self.part = Path(self.path + ".part")
+        if not resume:
+            with contextlib.suppress(FileNotFoundError):
+                self.part.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+        elif not self.part.exists() and target.exists():
+            # A finished output: continue it, so that a rerun with more input only adds.
+            os.replace(target, self.part)
+        if self.part.exists():
+            self._recover()
+        self._f = open(self.part, "ab")
+
+    def _recover(self) -> None:
+        """Read the keys of a part file; cut off a torn last line left by a kill."""
+        good_end = 0
+        with open(self.part, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    obj = orjson.loads(raw)
+                    k = obj[self.key]
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    raise DataError(
+                        f"cannot resume: line is not a record with '{self.key}'",
+                        path=str(self.part),
+                        line=lineno,
+                        hint="delete the part file to start over, or pass --overwrite",
+                    ) from None
+                self.done.add(k)
+                good_end += len(raw)
+        if good_end != self.part.stat().st_size:
+            with open(self.part, "r+b") as f:
+                f.truncate(good_end)
+        self.resumed = len(self.done)
+
+    def write(self, record: Any) -> bool:
+        data = record if isinstance(record, dict) else to_dict(record)
+        k = data[self.key]
+        if k in self.done:
+            return False
+        self._f.write(dumps(data))
+        self._f.flush()
+        self.done.add(k)
+        self.written += 1
+        return True
+
+    def write_all(self, records: Iterable[Any]) -> int:
+        return sum(self.write(r) for r in records)
+
+    def finish(self) -> None:
+        """Make the output whole: flush, sync, and rename the part file into place."""
+        self._f.flush()
+        if self._stdout:
+            return
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self.part, self.path)
+
+    def close(self) -> None:
+        """Stop without finishing: the part file stays for a later resume."""
+        if not self._stdout and not self._f.closed:
+            self._f.flush()
+            self._f.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.close()

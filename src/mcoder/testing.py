@@ -1,0 +1,148 @@
+"""A tiny Qwen3 model and a code tokenizer, made in-process, for tests and the demo.
+
+No weights can be downloaded where mcoder is tested, so this builds a real (random-weight)
+``Qwen3ForCausalLM`` and a byte-level BPE tokenizer trained on Python source, with a chat
+template, and saves both to a folder that ``AutoModelForCausalLM`` and ``AutoTokenizer`` load
+with no network. head_dim is 64 because vLLM's CPU attention kernels accept no smaller.
+
+    python -m mcoder.testing OUT_DIR [--layers 2] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+EOS = "<|im_end|>"
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", EOS]
+
+# A Qwen-style chat template: <|im_start|>role\ncontent<|im_end|>\n ..., then the assistant turn.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """The size of the tiny model. Defaults run a forward pass in milliseconds on a CPU."""
+
+    layers: int = 2
+    hidden: int = 128
+    heads: int = 2
+    kv_heads: int = 1
+    head_dim: int = 64  # vLLM's CPU attention needs 64; 16 fails there
+    intermediate: int = 256
+    vocab: int = 1024
+    max_positions: int = 2048
+    seed: int = 0
+
+
+def _corpus() -> list[str]:
+    """Deterministic training text: Python sources of a few stdlib modules and the bundled problems."""
+    import collections
+    import heapq
+    import itertools  # noqa: F401  (C module: no source)
+    import json as json_mod
+    import textwrap
+
+    texts = []
+    for mod in (collections, heapq, json_mod.decoder, json_mod.encoder, textwrap):
+        path = getattr(mod, "__file__", None)
+        if path and path.endswith(".py"):
+            texts.append(Path(path).read_text(encoding="utf-8"))
+    examples = Path(__file__).resolve().parents[2] / "examples" / "problems"
+    if examples.is_dir():
+        for f in sorted(examples.glob("*.jsonl")):
+            texts.append(f.read_text(encoding="utf-8"))
+    texts.append("def solve():\n    n = int(input())\n    print(n)\n\nsolve()\n```python\n```\n")
+    return texts
+
+
+def build_tokenizer(vocab: int = 1024):
+    """A byte-level BPE tokenizer trained on Python source, wrapped for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=EOS,
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+        padding_side="left",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_model(spec: TinySpec, vocab_size: int, eos_id: int, pad_id: int):
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=spec.hidden,
+        intermediate_size=spec.intermediate,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        head_dim=spec.head_dim,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(spec.seed)
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = pad_id
+    return model
+
+
+def make_tiny_model(out_dir: str | os.PathLike, spec: TinySpec | None = None) -> Path:
+    """Build (or reuse, when ``out_dir`` already holds the same spec) the tiny model and tokenizer."""
+    spec = spec or TinySpec()
+    out = Path(out_dir)
+    stamp = out / "mcoder_tiny.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == asdict(spec):
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(spec.vocab)
+    model = build_model(spec, len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    stamp.write_text(json.dumps(asdict(spec)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcoder.testing", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--layers", type=int, default=TinySpec.layers)
+    parser.add_argument("--seed", type=int, default=TinySpec.seed)
+    args = parser.parse_args(argv)
+    path = make_tiny_model(args.out_dir, TinySpec(layers=args.layers, seed=args.seed))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
