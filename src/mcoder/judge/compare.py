@@ -1,0 +1,395 @@
+"""Output comparison: does a candidate's output (or return value) answer a test?
+
+A pure module: strings and Python values in, the name of the rule that accepted out (``None`` for
+a wrong answer). The judge records that name as ``matched_by``.
+
+``microcoder`` mode (the default) tries these rules in order and stops at the first that accepts:
+
+- ``exact``: the two texts are identical.
+- ``whitespace``: equal after CRLF -> LF, dropping trailing spaces/tabs on each line and trailing
+  blank lines.
+- ``lines``: equal line by line after stripping each line (both ends) and dropping blank lines at
+  the start and the end. Interior blank lines still count.
+- ``tokens_numeric``: equal token by token (tokens split on ASCII whitespace, so one token per line
+  and space-separated layouts match), with numeric tolerance:
+
+  * an expected *integer* token (``[+-]?[0-9]+``) needs an integer token of the same value, compared
+    as digit strings (big integers are exact, never through float); the digit count must agree, so
+    ``05`` does not match ``5``, while ``-0`` matches ``0`` and ``+5`` matches ``5``;
+  * an expected *float* token (a decimal literal with a ``.`` or an exponent: ``0.5``, ``1.``,
+    ``1e5``) accepts any decimal number (integer or float literal, plain or scientific) within
+    ``max(atol, rtol * |expected|)``, computed with ``decimal`` so huge exponents neither overflow
+    nor lose digits. So ``1e5`` matches ``100000`` and ``-0.000`` matches ``0.000``;
+  * every other token must be equal character for character (case-sensitive): ``nan``, ``inf``,
+    ``True``/``true``, ``0x10``, ``1_000`` are words, not numbers, so ``inf`` matches only ``inf``
+    and a float never matches ``nan``. Expected ``1`` (an integer) never matches ``1.0``.
+
+  Where either side has an interior blank line (a line that is empty between printed lines, for
+  instance the answer "empty string" to one query), tokens are compared line by line with equal
+  line counts, so a missing or extra empty line is not hidden by the token layout freedom.
+- ``structural``: both whole outputs parse, with the same parser, as a Python literal made only of
+  lists, tuples, sets, dicts, strings, decimal numbers, ``True``/``False``/``None`` (checked on the
+  syntax tree: no ``0x``, ``1_000``, complex, bytes) or, failing that, both as strict JSON (no
+  ``NaN``/``Infinity``); and the top-level value is a container. The values then compare as
+  ``compare_value`` does (lists and tuples alike, floats with tolerance, sets unordered), except
+  that dict keys must appear in the same order as in the expected text. Mixing parsers is not
+  allowed, so ``[True]`` never matches ``[true]``.
+
+Never accepted: a different case or word, a missing or extra line or token, a prefix of the
+expected output, a correct output followed by anything, reordered tokens, an integer where an
+integer was expected written as a float.
+
+``compare_value`` (call tests) compares ``expected = json.loads(test.output)`` with the return value
+rebuilt by ``ast.literal_eval(repr(value))``: ``value_exact`` when types and values agree exactly,
+``value_structural`` when only lists vs tuples or float tolerance (nested) made them agree. Types
+are otherwise strict: ``True`` is not ``1``, ``1.0`` is not an expected ``1`` (LeetCode judges
+``2.0`` against an ``int`` answer as wrong), a set matches only an expected set (a list or tuple
+without duplicates is taken as a set there); an expected list keeps its order. ``nan`` never equals
+anything; ``inf`` only equals the same ``inf``.
+
+``strict`` mode reproduces LiveCodeBench (``lcb_runner/evaluation/testing_util.py``, main branch,
+``grade_stdio`` and ``grade_call_based``); this is a re-implementation of its observable behaviour:
+
+- stdin: both texts are ``str.strip()``-ed, split on ``"\\n"``, and each line ``str.strip()``-ed;
+  the line counts must agree; each line pair is accepted when equal as strings, otherwise when
+  every whitespace-separated token of both lines converts with ``decimal.Decimal`` and the two
+  lists of Decimals are equal (exact equality, no tolerance: ``1.0 == 1``, ``1e5 == 100000``,
+  ``Infinity == inf``, but ``0.5`` vs ``0.50000001`` fails and ``NaN`` never equals). A comparison
+  that raises (signalling NaN) is a wrong answer, as LCB's runtime error is a failure. Rules:
+  ``exact``, ``lcb_lines`` (all lines equal as strings), ``lcb_decimal``.
+- call: a top-level tuple becomes a list, then Python ``==`` (so ``True == 1`` and ``2.0 == 2``
+  pass, nested tuples vs lists fail). Rule: ``lcb_equal``.
+"""
+
+from __future__ import annotations
+
+import ast
+import decimal
+import json
+import math
+import re
+from decimal import Decimal
+from typing import Any, Literal
+
+Mode = Literal["microcoder", "strict"]
+MODES: tuple[str, ...] = ("microcoder", "strict")
+
+# Tolerances for float comparison; a token/value passes when |got - expected| <= max(atol, rtol*|expected|).
+FLOAT_RTOL = 1e-6
+FLOAT_ATOL = 1e-6
+
+_WS = " \t\r\f\v"  # ASCII whitespace other than newline; Unicode spaces are characters of the output
+_TOKEN_SPLIT = re.compile(r"[ \t\n\r\f\v]+")
+_INT = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Wide exponent range: a candidate printing 1e999999999 must compare, not overflow.
+_DECIMAL_CTX = decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def compare_output(
+    expected: str,
+    got: str,
+    mode: Mode = "microcoder",
+    *,
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+) -> str | None:
+    """The rule that accepts ``got`` as the output of a stdin test, or None for a wrong answer."""
+    _check_mode(mode)
+    if mode == "strict":
+        return _lcb_stdio(expected, got)
+    if got == expected:
+        return "exact"
+    exp_lines, got_lines = _normalised_lines(expected), _normalised_lines(got)
+    if exp_lines == got_lines:
+        return "whitespace"
+    exp_lines, got_lines = _stripped_lines(exp_lines), _stripped_lines(got_lines)
+    if exp_lines == got_lines:
+        return "lines"
+    if _tokens_match(exp_lines, got_lines, rtol, atol):
+        return "tokens_numeric"
+    if _structural_match(expected, got, rtol, atol):
+        return "structural"
+    return None
+
+
+def compare_value(
+    expected: Any,
+    got: Any,
+    mode: Mode = "microcoder",
+    *,
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+) -> str | None:
+    """The rule that accepts ``got`` as the return value of a call test, or None for a wrong answer."""
+    _check_mode(mode)
+    if mode == "strict":
+        return _lcb_call(expected, got)
+    try:
+        if _values_match(expected, got, tolerant=False, rtol=rtol, atol=atol, ordered_dicts=False):
+            return "value_exact"
+        if _values_match(expected, got, tolerant=True, rtol=rtol, atol=atol, ordered_dicts=False):
+            return "value_structural"
+    except RecursionError:  # absurdly deep nesting: no verdict of ours can trust it
+        return None
+    return None
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown comparison mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text rules (microcoder)
+
+
+def _normalised_lines(text: str) -> list[str]:
+    """CRLF -> LF, trailing whitespace of each line dropped, trailing blank lines dropped."""
+    lines = [line.rstrip(_WS) for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _stripped_lines(lines: list[str]) -> list[str]:
+    """Each line stripped at both ends; blank lines at the start and the end dropped."""
+    out = [line.strip(_WS) for line in lines]
+    start = 0
+    while start < len(out) and not out[start]:
+        start += 1
+    while len(out) > start and not out[-1]:
+        out.pop()
+    return out[start:]
+
+
+def _tokens_match(exp_lines: list[str], got_lines: list[str], rtol: float, atol: float) -> bool:
+    # An interior blank line is an answer of its own (an empty string): keep the line structure.
+    if "" in exp_lines or "" in got_lines:
+        if len(exp_lines) != len(got_lines):
+            return False
+        return all(
+            _token_lists_match(_tokens(e), _tokens(g), rtol, atol)
+            for e, g in zip(exp_lines, got_lines)
+        )
+    exp_tokens = [tok for line in exp_lines for tok in _tokens(line)]
+    got_tokens = [tok for line in got_lines for tok in _tokens(line)]
+    return _token_lists_match(exp_tokens, got_tokens, rtol, atol)
+
+
+def _tokens(line: str) -> list[str]:
+    return [tok for tok in _TOKEN_SPLIT.split(line) if tok]
+
+
+def _token_lists_match(exp: list[str], got: list[str], rtol: float, atol: float) -> bool:
+    return len(exp) == len(got) and all(_token_match(e, g, rtol, atol) for e, g in zip(exp, got))
+
+
+def _token_match(exp: str, got: str, rtol: float, atol: float) -> bool:
+    if exp == got:
+        return True
+    if _INT.fullmatch(exp):
+        return _INT.fullmatch(got) is not None and _same_integer(exp, got)
+    if _NUMBER.fullmatch(exp):  # a float literal: it has a '.' or an exponent
+        return _NUMBER.fullmatch(got) is not None and _decimal_close(exp, got, rtol, atol)
+    return False
+
+
+def _same_integer(a: str, b: str) -> bool:
+    """Integer literals of equal value and equal digit count, without converting to int or float."""
+    da, db = a.lstrip("+-"), b.lstrip("+-")
+    if da != db:
+        return False
+    if set(da) == {"0"}:  # zero: the sign does not matter (-0 == 0)
+        return True
+    return a.startswith("-") == b.startswith("-")
+
+
+def _decimal_close(exp: str, got: str, rtol: float, atol: float) -> bool:
+    e, g = Decimal(exp), Decimal(got)
+    diff = _DECIMAL_CTX.abs(_DECIMAL_CTX.subtract(g, e))
+    bound = max(Decimal(atol), _DECIMAL_CTX.multiply(Decimal(rtol), _DECIMAL_CTX.abs(e)))
+    return diff <= bound
+
+
+# ---------------------------------------------------------------------------------------------
+# Structural rule (microcoder): whole outputs as Python literals or JSON
+
+
+class _NotALiteral(Exception):
+    pass
+
+
+def _structural_match(expected: str, got: str, rtol: float, atol: float) -> bool:
+    for parse in (_parse_python_literal, _parse_json):
+        try:
+            exp_value, got_value = parse(expected), parse(got)
+        except (_NotALiteral, ValueError, SyntaxError, RecursionError, MemoryError):
+            continue
+        if not isinstance(exp_value, (list, tuple, dict, set, frozenset)):
+            return False
+        try:
+            return _values_match(
+                exp_value, got_value, tolerant=True, rtol=rtol, atol=atol, ordered_dicts=True
+            )
+        except RecursionError:
+            return False
+    return False
+
+
+def _parse_json(text: str) -> Any:
+    def reject_constant(name: str) -> Any:
+        raise _NotALiteral(name)
+
+    return json.loads(text, parse_constant=reject_constant)
+
+
+def _parse_python_literal(text: str) -> Any:
+    source = text.strip()
+    tree = ast.parse(source, mode="eval")
+    return _literal_value(tree.body, source)
+
+
+def _literal_value(node: ast.AST, source: str) -> Any:
+    """ast.literal_eval restricted to what a printed answer looks like (no 0x, 1_0, 1j, b'')."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _check_number_text(node, source)
+        elif not (isinstance(value, (str, bool)) or value is None):
+            raise _NotALiteral(type(value).__name__)
+        return value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        if not (isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
+            raise _NotALiteral("sign on a non-number")
+        _check_number_text(node, source)
+        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, ast.List):
+        return [_literal_value(n, source) for n in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal_value(n, source) for n in node.elts)
+    if isinstance(node, ast.Set):
+        return {_literal_value(n, source) for n in node.elts}
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):  # {**x}
+            raise _NotALiteral("dict unpacking")
+        return {_literal_value(k, source): _literal_value(v, source) for k, v in zip(node.keys, node.values)}
+    raise _NotALiteral(type(node).__name__)
+
+
+def _check_number_text(node: ast.AST, source: str) -> None:
+    text = ast.get_source_segment(source, node)
+    if text is None or not _NUMBER.fullmatch(text):
+        raise _NotALiteral(f"number written as {text!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Values (microcoder): used by compare_value and the structural rule
+
+
+def _values_match(e: Any, g: Any, *, tolerant: bool, rtol: float, atol: float, ordered_dicts: bool) -> bool:
+    kw = dict(tolerant=tolerant, rtol=rtol, atol=atol, ordered_dicts=ordered_dicts)
+    if isinstance(e, bool) or e is None or isinstance(e, str):
+        return type(g) is type(e) and g == e
+    if isinstance(e, int):
+        return type(g) is int and g == e
+    if isinstance(e, float):
+        return _float_value_match(e, g, tolerant, rtol, atol)
+    if isinstance(e, (list, tuple)):
+        if not (type(g) is type(e) or (tolerant and isinstance(g, (list, tuple)))):
+            return False
+        return len(g) == len(e) and all(_values_match(x, y, **kw) for x, y in zip(e, g))
+    if isinstance(e, dict):
+        return _dicts_match(e, g, kw)
+    if isinstance(e, (set, frozenset)):
+        return _sets_match(e, g, tolerant)
+    return type(g) is type(e) and g == e  # anything else a literal can hold: bytes, complex
+
+
+def _float_value_match(e: float, g: Any, tolerant: bool, rtol: float, atol: float) -> bool:
+    if isinstance(g, bool) or not isinstance(g, (int, float)):
+        return False
+    if math.isnan(e) or (isinstance(g, float) and math.isnan(g)):
+        return False
+    if not tolerant:
+        return type(g) is float and g == e
+    if math.isinf(e) or (isinstance(g, float) and math.isinf(g)):
+        return g == e
+    diff = _DECIMAL_CTX.abs(_DECIMAL_CTX.subtract(Decimal(g), Decimal(e)))
+    return diff <= max(Decimal(atol), _DECIMAL_CTX.multiply(Decimal(rtol), _DECIMAL_CTX.abs(Decimal(e))))
+
+
+def _dicts_match(e: dict, g: Any, kw: dict) -> bool:
+    if not isinstance(g, dict) or len(g) != len(e):
+        return False
+    got_by_key = {_canonical(k): v for k, v in g.items()}
+    if len(got_by_key) != len(g):
+        return False
+    exp_keys = [_canonical(k) for k in e]
+    if kw["ordered_dicts"] and exp_keys != [_canonical(k) for k in g]:
+        return False
+    return all(
+        key in got_by_key and _values_match(value, got_by_key[key], **kw)
+        for key, value in zip(exp_keys, e.values())
+    )
+
+
+def _sets_match(e: set | frozenset, g: Any, tolerant: bool) -> bool:
+    allowed = (set, frozenset, list, tuple) if tolerant else (type(e),)
+    if not isinstance(g, allowed):
+        return False
+    got = [_canonical(x) for x in g]
+    if len(set(got)) != len(got):  # a list with duplicates is not that set
+        return False
+    return set(got) == {_canonical(x) for x in e}
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form in which equal means equal type and value (True != 1, 1.0 != 1)."""
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_canonical(x) for x in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(_canonical(x) for x in value))
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan", id(value))  # nan equals nothing, not even another nan
+    return (type(value).__name__, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# strict: LiveCodeBench's rules
+
+
+def _lcb_stdio(expected: str, got: str) -> str | None:
+    if got == expected:
+        return "exact"
+    exp_lines, got_lines = _lcb_stripped_lines(expected), _lcb_stripped_lines(got)
+    if len(exp_lines) != len(got_lines):
+        return None
+    used_decimal = False
+    for e, g in zip(exp_lines, got_lines):
+        if e == g:
+            continue
+        try:
+            if [Decimal(t) for t in g.split()] != [Decimal(t) for t in e.split()]:
+                return None
+        except (decimal.InvalidOperation, ValueError, TypeError):
+            return None
+        used_decimal = True
+    return "lcb_decimal" if used_decimal else "lcb_lines"
+
+
+def _lcb_stripped_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().split("\n")]
+
+
+def _lcb_call(expected: Any, got: Any) -> str | None:
+    if isinstance(got, tuple):
+        got = list(got)
+    try:
+        return "lcb_equal" if got == expected else None
+    except Exception:  # LCB counts a comparison that raises as a failed test
+        return None
