@@ -1,0 +1,176 @@
+"""From rollout and verdict records to padded tensors, in groups, mini-batches and micro-batches.
+
+A *sample* is one rollout joined with its verdict (on ``rollout_id``), with its reward, its
+group-normalised advantage and its truncation-mask decision. A *group* is the samples of one
+``problem_id``. Mini-batches are lists of groups (one optimizer step each); micro-batches are
+slices of a mini-batch's samples (one forward/backward each).
+
+Tensors: prompts are left-padded and completions right-padded, so every completion starts at
+the same column P; ``completion_mask`` is 1 on each sampled token, the end-of-sequence token
+included, and 0 on padding. Positions come from the attention mask, so left padding does not
+shift them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from mcoder.errors import DataError
+from mcoder.records import Rollout, Verdict
+from mcoder.train import grpo
+from mcoder.train.config import TrainConfig
+from mcoder.train.masking import truncation_decision
+
+
+@dataclass
+class Sample:
+    rollout: Rollout
+    verdict: Verdict
+    group: int  # index of its problem_id within the batch
+    reward: float = 0.0  # verdict reward plus any overlong penalty
+    advantage: float = 0.0  # after masking: 0 for a masked sample
+    masked: bool = False  # truncation mask: the sample is left out of the loss
+    mask_reason: str = "off"
+    truncated: bool = False
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.rollout.completion_token_ids or ())
+
+
+def join(
+    rollouts: Iterable[Rollout], verdicts: dict[str, Verdict], *, rollouts_name: str, verdicts_name: str
+) -> list[tuple[Rollout, Verdict]]:
+    """Rollouts paired with their verdicts by id; a rollout without tokens or verdict is a data error."""
+    pairs = []
+    for i, r in enumerate(rollouts, start=1):
+        if not r.prompt_token_ids or not r.completion_token_ids:
+            raise DataError(
+                f"rollout {r.id!r} has no token ids",
+                path=rollouts_name,
+                line=i,
+                field="completion_token_ids" if r.prompt_token_ids else "prompt_token_ids",
+                hint="training needs the token ids the rollout stage writes; regenerate with `mcoder rollout`",
+            )
+        if r.id not in verdicts:
+            raise DataError(
+                f"no verdict for rollout {r.id!r}",
+                path=verdicts_name,
+                hint="judge every rollout of the batch (`mcoder judge`), or pass the matching verdicts file",
+            )
+        if r.sampling_logprobs is not None and len(r.sampling_logprobs) != len(r.completion_token_ids):
+            raise DataError(
+                "sampling_logprobs and completion_token_ids differ in length",
+                path=rollouts_name,
+                line=i,
+                field="sampling_logprobs",
+            )
+        pairs.append((r, verdicts[r.id]))
+    if not pairs:
+        raise DataError("no rollouts to train on", path=rollouts_name)
+    return pairs
+
+
+def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: int) -> list[Sample]:
+    """Rewards, advantages (over the whole group, before masking), mask decisions, dynamic sampling."""
+    group_of: dict[str, int] = {}
+    samples = [
+        Sample(r, v, group_of.setdefault(r.problem_id, len(group_of)), reward=float(v.reward)) for r, v in pairs
+    ]
+    for s in samples:
+        s.truncated = s.rollout.finish_reason == "length" or s.num_tokens >= L_max
+    lengths = torch.tensor([s.num_tokens for s in samples])
+    rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
+    if cfg.overlong_penalty:
+        rewards = rewards + grpo.overlong_penalty(lengths, L_max, cfg.overlong_cache)
+    group_ids = torch.tensor([s.group for s in samples])
+    adv = grpo.group_advantages(rewards, group_ids, cfg.adv_eps)
+    rng = random.Random(cfg.seed)
+    for s, R, A in zip(samples, rewards.tolist(), adv.tolist(), strict=True):
+        d = truncation_decision(
+            truncated=s.truncated,
+            status=s.verdict.status,
+            tokens=s.rollout.completion_token_ids,
+            mode=cfg.truncation,
+            rng=rng,
+            rho=cfg.mask_rho,
+            m=cfg.mask_repeat_m,
+            non_incorrect=cfg.mask_non_incorrect,
+        )
+        s.reward, s.masked, s.mask_reason = R, d.masked, d.reason
+        s.advantage = 0.0 if d.masked else A
+    if cfg.dynamic_sampling:
+        keep = grpo.group_has_variance(rewards, group_ids).tolist()
+        samples = [s for s, k in zip(samples, keep, strict=True) if k]
+    return samples
+
+
+def groups(samples: Sequence[Sample]) -> list[list[Sample]]:
+    out: dict[int, list[Sample]] = {}
+    for s in samples:
+        out.setdefault(s.group, []).append(s)
+    return list(out.values())
+
+
+def minibatches(grouped: list[list[Sample]], size: int, *, shuffle: bool, seed: int) -> list[list[Sample]]:
+    """Split prompt groups into mini-batches of ``size`` groups (the last may be smaller)."""
+    order = list(range(len(grouped)))
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    chunks = [order[i : i + size] for i in range(0, len(order), size)]
+    return [[s for g in chunk for s in grouped[g]] for chunk in chunks]
+
+
+def microbatches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
+    return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # (B, P + C)
+    attention_mask: torch.Tensor  # (B, P + C)
+    position_ids: torch.Tensor  # (B, P + C)
+    completion_ids: torch.Tensor  # (B, C)
+    completion_mask: torch.Tensor  # (B, C) 1 on sampled tokens (EOS included) of unmasked samples
+    token_mask: torch.Tensor  # (B, C) 1 on every sampled token, masked samples too (for monitors)
+    advantages: torch.Tensor  # (B,)
+    sampling_logprobs: torch.Tensor | None  # (B, C) from the rollout records, when all have them
+
+    @property
+    def prompt_len(self) -> int:
+        return self.input_ids.shape[1] - self.completion_ids.shape[1]
+
+
+def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
+    """Left-pad prompts, right-pad completions; padding is never in any mask."""
+    P = max(len(s.rollout.prompt_token_ids) for s in samples)
+    C = max(s.num_tokens for s in samples)
+    B = len(samples)
+    input_ids = torch.full((B, P + C), pad_id, dtype=torch.long)  # (B, P + C)
+    attention = torch.zeros((B, P + C), dtype=torch.long)  # (B, P + C)
+    have_logps = all(s.rollout.sampling_logprobs is not None for s in samples)
+    logps = torch.zeros((B, C)) if have_logps else None  # (B, C)
+    for i, s in enumerate(samples):
+        p, c = s.rollout.prompt_token_ids, s.rollout.completion_token_ids
+        input_ids[i, P - len(p) : P] = torch.tensor(p)
+        input_ids[i, P : P + len(c)] = torch.tensor(c)
+        attention[i, P - len(p) : P + len(c)] = 1
+        if logps is not None:
+            logps[i, : len(c)] = torch.tensor(s.rollout.sampling_logprobs)
+    position_ids = (attention.cumsum(-1) - 1).clamp(min=0)  # (B, P + C)
+    token_mask = attention[:, P:].clone()  # (B, C)
+    keep = torch.tensor([not s.masked for s in samples], dtype=torch.long)  # (B,)
+    return Batch(
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=position_ids,
+        completion_ids=input_ids[:, P:],
+        completion_mask=token_mask * keep.unsqueeze(1),
+        token_mask=token_mask,
+        advantages=torch.tensor([s.advantage for s in samples], dtype=torch.float32),
+        sampling_logprobs=logps,
+    )

@@ -1,0 +1,166 @@
+"""Training configuration: one dataclass, three presets, every knob overridable.
+
+Fields are grouped by concern; each docstring line is the help text. ``resolve(algo, overrides)``
+starts from a preset and applies the user's values; the resolved config is saved beside every
+checkpoint (``train_config.json``) so a run can be read back exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcoder.errors import UsageError
+
+ALGOS = ("grpo", "dapo", "microcoder-grpo")
+
+
+@dataclass
+class TrainConfig:
+    # --- objective
+    algo: str = "microcoder-grpo"
+    """Preset the other values started from: grpo, dapo or microcoder-grpo."""
+    eps_low: float = 0.2
+    """ε: the ratio is clipped below at 1-ε (for A < 0). GRPO/DAPO/MicroCoder: 0.2."""
+    eps_high: float = 0.28
+    """ε_high: the ratio is clipped above at 1+ε_high (for A > 0). GRPO 0.2; DAPO clip-higher 0.28."""
+    beta: float = 0.0
+    """β: weight of the k3 KL to the reference model. 0 loads no reference model. GRPO 0.04."""
+    loss_agg: str = "token"
+    """Loss aggregation: token (Σ/tokens, DAPO), sequence (per-sequence mean, GRPO), constant (Σ/(B·L_max), Dr. GRPO)."""
+    adv_eps: float = 1e-4
+    """eps in A = (R - mean) / (std + eps)."""
+    temperature: float | None = None
+    """Sampling temperature T used for log π^T; None reads it from the rollout records."""
+    max_tokens: int | None = None
+    """L_max, the completion length limit; None reads it from the rollouts (their longest completion)."""
+
+    # --- truncated outputs
+    truncation: str = "conditional"
+    """What to do with outputs cut at L_max: none, all (DAPO: mask every one), conditional (MicroCoder)."""
+    mask_rho: float = 0.1
+    """ρ: probability that an eligible truncated output is masked (conditional mode)."""
+    mask_repeat_m: int = 128
+    """m: an output whose last m tokens repeat the m before them is never masked."""
+    mask_non_incorrect: str = "accepted_or_no_code"
+    """Verdicts that count as non-incorrect: accepted, or accepted_or_no_code."""
+    overlong_penalty: bool = False
+    """DAPO's soft overlong punishment: reward falls linearly to -1 over the last overlong_cache tokens."""
+    overlong_cache: int = 64
+    """L_cache: length of the soft punishment zone before L_max."""
+    dynamic_sampling: bool = False
+    """DAPO: drop groups whose rewards are all equal (no signal); the loop samples more problems."""
+    max_resample_rounds: int = 3
+    """Loop only: how many extra sampling rounds dynamic sampling may take to fill a batch."""
+
+    # --- optimisation
+    lr: float = 1e-6
+    """AdamW learning rate (peak, after warm-up)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    warmup_steps: int = 0
+    """Optimizer steps of linear warm-up from 0 to lr."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping by global norm (0 turns it off)."""
+    mini_batch_size: int = 8
+    """Prompt groups per optimizer step; a rollout batch gives ceil(groups / this) updates."""
+    micro_batch_size: int = 4
+    """Sequences per forward/backward; gradients accumulate over a mini-batch."""
+    recompute_old_logprobs: bool = False
+    """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
+    shuffle: bool = True
+    """Shuffle prompt groups (seeded) before splitting them into mini-batches."""
+    seed: int = 0
+    """Seed of shuffling, masking coins and the loop's problem sampling."""
+
+    # --- model
+    lora_rank: int = 0
+    """LoRA rank; 0 trains every parameter."""
+    lora_alpha: int | None = None
+    """LoRA alpha; None means 2 × rank."""
+    lora_dropout: float = 0.0
+    """LoRA dropout."""
+    lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
+    """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
+    dtype: str = "float32"
+    """Parameter dtype: float32 or bfloat16."""
+
+    # --- loop
+    steps: int = 1
+    """Loop only: rollout -> judge -> update steps to run."""
+    train_batch_size: int = 4
+    """Loop only: problems sampled per step."""
+    n: int = 4
+    """Loop only: G, samples per problem."""
+    sampling_temperature: str = "auto"
+    """Loop only: a float, or auto (MicroCoder: the smallest T whose diversity reaches the target)."""
+    save_every: int = 1
+    """Loop only: save a checkpoint every this many steps (and at the end)."""
+
+    def validate(self) -> TrainConfig:
+        if self.algo not in ALGOS:
+            raise UsageError(f"unknown --algo {self.algo!r}", hint=f"choose one of {', '.join(ALGOS)}")
+        if self.loss_agg not in ("token", "sequence", "constant"):
+            raise UsageError(f"unknown loss aggregation {self.loss_agg!r}", hint="token, sequence or constant")
+        if self.truncation not in ("none", "all", "conditional"):
+            raise UsageError(f"unknown truncation mode {self.truncation!r}", hint="none, all or conditional")
+        if self.mask_non_incorrect not in ("accepted", "accepted_or_no_code"):
+            raise UsageError("mask_non_incorrect must be accepted or accepted_or_no_code")
+        if not 0 <= self.mask_rho <= 1:
+            raise UsageError(f"mask_rho {self.mask_rho} is not a probability", hint="use a value in [0, 1]")
+        if self.eps_low < 0 or self.eps_high < 0 or self.beta < 0:
+            raise UsageError("eps_low, eps_high and beta must be >= 0")
+        for name in ("mini_batch_size", "micro_batch_size", "steps", "train_batch_size", "n", "mask_repeat_m"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
+        if self.temperature is not None and self.temperature <= 0:
+            raise UsageError("temperature must be > 0")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise UsageError(f"unknown dtype {self.dtype!r}", hint="float32 or bfloat16")
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainConfig:
+        data = json.loads(Path(path).read_text())
+        known = {f.name for f in dataclasses.fields(cls)}
+        cfg = cls(**{k: v for k, v in data.items() if k in known})
+        cfg.adam_betas = tuple(cfg.adam_betas)
+        return cfg
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # DeepSeekMath GRPO: symmetric clip, KL to a reference, per-sequence mean, no masking.
+    "grpo": dict(eps_low=0.2, eps_high=0.2, beta=0.04, loss_agg="sequence", truncation="none"),
+    # DAPO: clip-higher, no KL, token-level loss, truncated outputs masked, dynamic sampling.
+    "dapo": dict(
+        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="all", dynamic_sampling=True
+    ),
+    # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
+    # (rho 0.1, m 128), temperature chosen by diversity.
+    "microcoder-grpo": dict(
+        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="conditional",
+        mask_rho=0.1, mask_repeat_m=128, sampling_temperature="auto",
+    ),
+}
+
+
+def resolve(algo: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The preset ``algo`` with ``overrides`` (None values mean "not given") applied, validated."""
+    if algo not in PRESETS:
+        raise UsageError(f"unknown --algo {algo!r}", hint=f"choose one of {', '.join(ALGOS)}")
+    values = {"algo": algo, **PRESETS[algo]}
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    for k, v in (overrides or {}).items():
+        if k not in known:
+            raise UsageError(f"unknown training option {k!r}")
+        if v is not None:
+            values[k] = v
+    return TrainConfig(**values).validate()

@@ -1,0 +1,172 @@
+"""The GRPO objective as pure tensor functions (no model, no I/O).
+
+    J(θ) = E_q [ Σ_i min( r_i A_i , clip(r_i, 1-eps_low, 1+eps_high) A_i ) - beta D_KL(π_θ || π_ref) ]
+    r_i  = π_θ^T(o_i|q) / π_old^T(o_i|q)     per token, logits divided by the sampling temperature T
+    A_i  = (R_i - mean(R)) / (std(R) + eps)   over the G outputs of one prompt, before any masking
+
+Shapes: B sequences (completions) in a micro-batch, T completion positions (right-padded),
+V vocabulary. ``mask`` is 1 on each real completion token, the end-of-sequence token included
+(a padded position is 0; padding never reuses the EOS id's mask, so the model learns to stop).
+The loss is *minimised*, so it is -J.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+LossAgg = Literal["token", "sequence", "constant"]
+
+
+# ------------------------------------------------------------------ log-probs
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log π^T(token) of each position: log-softmax of logits / T, read at the chosen token."""
+    scaled = logits.float() / temperature  # (B, T, V)
+    picked = scaled.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return picked - torch.logsumexp(scaled, dim=-1)  # (B, T)
+
+
+@torch.no_grad()
+def token_entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Entropy of π^T at each position (a monitor only: no gradient)."""
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)  # (B, T, V)
+    return -(logp.exp() * logp).sum(-1)  # (B, T)
+
+
+# ------------------------------------------------------------------ advantages
+
+
+def group_advantages(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
+    """A_i = (R_i - mean_g R) / (std_g R + eps), std with Bessel's correction (as TRL).
+
+    ``group_ids`` numbers the prompt of each output (0..num_groups-1); groups may differ in size.
+    A group of one output has std 0 and so advantage 0.
+    """
+    num_groups = int(group_ids.max()) + 1
+    R = rewards.double()  # (N,)  double: the group sums must not drift for large groups
+    count = torch.zeros(num_groups, dtype=R.dtype).index_add_(0, group_ids, torch.ones_like(R))  # (G_n,)
+    mean = torch.zeros(num_groups, dtype=R.dtype).index_add_(0, group_ids, R) / count  # (G_n,)
+    dev = R - mean[group_ids]  # (N,)
+    sq = torch.zeros(num_groups, dtype=R.dtype).index_add_(0, group_ids, dev * dev)  # (G_n,)
+    std = (sq / (count - 1).clamp(min=1)).sqrt()  # (G_n,)
+    return (dev / (std[group_ids] + eps)).to(rewards.dtype)  # (N,)
+
+
+def group_has_variance(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    """Per output: does its group hold at least two different rewards? (DAPO's dynamic sampling.)"""
+    num_groups = int(group_ids.max()) + 1
+    hi = torch.full((num_groups,), -torch.inf, dtype=rewards.dtype).scatter_reduce(
+        0, group_ids, rewards, reduce="amax"
+    )  # (G_n,)
+    lo = torch.full((num_groups,), torch.inf, dtype=rewards.dtype).scatter_reduce(
+        0, group_ids, rewards, reduce="amin"
+    )  # (G_n,)
+    return (hi > lo)[group_ids]  # (N,)
+
+
+def overlong_penalty(lengths: torch.Tensor, L_max: int, L_cache: int) -> torch.Tensor:
+    """DAPO's soft overlong punishment, added to the reward.
+
+    0 up to L_max - L_cache tokens, then falling linearly to -1 at L_max, and -1 beyond.
+    """
+    start = L_max - L_cache
+    ramp = (start - lengths.double()) / L_cache  # (N,)
+    return torch.where(lengths <= start, 0.0, ramp.clamp(min=-1.0)).to(torch.float32)  # (N,)
+
+
+# ------------------------------------------------------------------ the loss
+
+
+@dataclass
+class LossParts:
+    """The loss of one micro-batch and the sums its metrics are made of (token-weighted)."""
+
+    loss: torch.Tensor  # scalar, already divided by the mini-batch normaliser
+    tokens: float  # tokens in the loss mask
+    ratio_sum: float
+    clip_low_sum: float  # tokens with r < 1-eps_low and A < 0 (the clip binds)
+    clip_high_sum: float  # tokens with r > 1+eps_high and A > 0
+    kl_sum: float  # k3 estimate against π_ref (or π_old when there is no reference model)
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 estimator of KL(π_θ || π_ref) per token: exp(d) - d - 1, d = log π_ref - log π_θ."""
+    d = ref_logp - logp  # (B, T)
+    return torch.exp(d) - d - 1  # (B, T)
+
+
+def aggregate(
+    per_token: torch.Tensor,
+    mask: torch.Tensor,
+    agg: LossAgg,
+    *,
+    num_tokens: float,
+    num_seqs: int,
+    L_max: int | None = None,
+) -> torch.Tensor:
+    """Sum a micro-batch's per-token loss, divided by the normaliser of its whole mini-batch.
+
+    token:    Σ_all tokens / num_tokens (tokens in the mini-batch)          (DAPO)
+    sequence: Σ_i (Σ_t / |o_i|) / num_seqs (sequences in the mini-batch)   (GRPO paper)
+    constant: Σ_all tokens / (num_seqs · L_max)                              (Dr. GRPO)
+    Dividing by mini-batch totals, not micro-batch ones, makes gradient accumulation exact.
+    """
+    masked = per_token * mask  # (B, T)
+    if agg == "token":
+        return masked.sum() / max(num_tokens, 1.0)
+    if agg == "sequence":
+        per_seq = masked.sum(-1) / mask.sum(-1).clamp(min=1)  # (B,)
+        return per_seq.sum() / max(num_seqs, 1)
+    if agg == "constant":
+        if not L_max:
+            raise ValueError("loss aggregation 'constant' needs L_max")
+        return masked.sum() / (max(num_seqs, 1) * L_max)
+    raise ValueError(f"unknown loss aggregation {agg!r}")
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    eps_low: float,
+    eps_high: float,
+    beta: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+    agg: LossAgg = "token",
+    num_tokens: float,
+    num_seqs: int,
+    L_max: int | None = None,
+) -> LossParts:
+    """-J for one micro-batch: the clipped surrogate plus beta · k3 KL, aggregated by ``agg``.
+
+    logp (B, T) carries the gradient; old_logp and ref_logp (B, T) and adv (B,) are constants.
+    """
+    mask = mask.to(logp.dtype)  # (B, T)
+    A = adv.to(logp.dtype).unsqueeze(1)  # (B, 1)
+    ratio = torch.exp(logp - old_logp)  # (B, T)
+    clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)  # (B, T)
+    per_token = -torch.min(ratio * A, clipped * A)  # (B, T)
+    if beta != 0.0:
+        if ref_logp is None:
+            raise ValueError("beta > 0 needs the reference model's log-probs")
+        per_token = per_token + beta * k3_kl(logp, ref_logp)  # (B, T)
+    loss = aggregate(per_token, mask, agg, num_tokens=num_tokens, num_seqs=num_seqs, L_max=L_max)
+
+    with torch.no_grad():  # monitors, summed so that micro-batches add up
+        kl = k3_kl(logp, ref_logp if ref_logp is not None else old_logp)  # (B, T)
+        low = ((ratio < 1 - eps_low) & (A < 0)).to(mask.dtype)  # (B, T)
+        high = ((ratio > 1 + eps_high) & (A > 0)).to(mask.dtype)  # (B, T)
+        return LossParts(
+            loss=loss,
+            tokens=float(mask.sum()),
+            ratio_sum=float((ratio * mask).sum()),
+            clip_low_sum=float((low * mask).sum()),
+            clip_high_sum=float((high * mask).sum()),
+            kl_sum=float((kl * mask).sum()),
+        )
