@@ -1,0 +1,113 @@
+"""What ``mcoder bench`` is asked to do: the pass@k table, the training plots, or both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcoder.errors import UsageError
+
+DEFAULT_KS = (1,)
+# Codeforces-style rating bounds: rating < 1400 is easy, < 2000 medium, anything above hard.
+# Codeforces calls 1400 "specialist" and 1900-2100 "candidate master"; the MicroCoder paper's
+# tables use easy/medium/hard buckets without giving rating bounds, so these are ours.
+DEFAULT_RATING_BOUNDS = (1400.0, 2000.0)
+
+
+@dataclass(slots=True)
+class BenchConfig:
+    problems: Path | None = None
+    """Problems JSONL: each verdict's problem_id must name one of these ('-' for stdin)."""
+    verdicts: Path | None = None
+    """Verdicts JSONL to score ('-' for stdin)."""
+    ks: tuple[int, ...] = DEFAULT_KS
+    """The k of pass@k, ascending; 1 is always included (the summary line reports pass@1)."""
+    baseline: Path | None = None
+    """Verdicts of another model on the same problems: every cell gets a delta against it."""
+    markdown: Path | None = None
+    """Write the tables as markdown here ('-' for stdout)."""
+    json_out: Path | None = None
+    """Write every number as JSON here ('-' for stdout)."""
+    rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS
+    """Numeric difficulty (a rating) below the first bound is easy, below the second medium, else hard."""
+    run_dirs: list[Path] = field(default_factory=list)
+    """Training run folders, each holding metrics.jsonl, to plot on shared axes."""
+    plots: bool = False
+    """Draw the training-dynamics figures of the run folders."""
+    out_dir: Path | None = None
+    """Folder for the PNG figures; default RUN/plots for a single run (required for several)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def wants_table(self) -> bool:
+        return self.problems is not None or self.verdicts is not None
+
+    def validate(self) -> None:
+        if not self.wants_table and not self.plots:
+            raise UsageError(
+                "nothing to do",
+                hint="pass --problems P --verdicts V for the pass@k table, or --run-dir RUN --plots for figures",
+            )
+        if self.wants_table:
+            self._validate_table()
+        elif self.baseline or self.markdown or self.json_out:
+            raise UsageError(
+                "--baseline, --markdown and --json belong to the pass@k table",
+                hint="add --problems P --verdicts V",
+            )
+        self._validate_plots()
+
+    def _validate_table(self) -> None:
+        if self.problems is None or self.verdicts is None:
+            raise UsageError("the pass@k table needs both --problems and --verdicts")
+        stdin_inputs = [p for p in (self.problems, self.verdicts, self.baseline) if p is not None and str(p) == "-"]
+        if len(stdin_inputs) > 1:
+            raise UsageError("only one input can be read from stdin ('-')", hint="save the others to files")
+        stdout_outputs = [p for p in (self.markdown, self.json_out) if p is not None and str(p) == "-"]
+        if len(stdout_outputs) > 1:
+            raise UsageError("only one of --markdown and --json can go to stdout ('-')")
+        if not self.ks or any(k < 1 for k in self.ks) or list(self.ks) != sorted(set(self.ks)):
+            raise UsageError(f"bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8")
+        lo, hi = self.rating_bounds
+        if not 0 < lo < hi:
+            raise UsageError(f"bad rating bounds {lo},{hi}", hint="give two increasing ratings, e.g. 1400,2000")
+
+    def _validate_plots(self) -> None:
+        if self.run_dirs and not self.plots:
+            raise UsageError("--run-dir is only read for --plots", hint="add --plots")
+        if not self.plots:
+            return
+        if not self.run_dirs:
+            raise UsageError("--plots needs at least one --run-dir RUN (a folder with metrics.jsonl)")
+        if len(self.run_dirs) > 1 and self.out_dir is None:
+            raise UsageError(
+                "several runs are plotted together: say where the figures go",
+                hint="add --out-dir DIR",
+            )
+
+    @property
+    def plots_dir(self) -> Path:
+        return self.out_dir if self.out_dir is not None else self.run_dirs[0] / "plots"
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    """'1,4,8' -> (1, 4, 8); 1 is always added because the summary line reports pass@1."""
+    try:
+        ks = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise UsageError(f"--k {text!r} is not a list of integers", hint="e.g. --k 1,4,8") from None
+    if not ks or min(ks) < 1:
+        raise UsageError(f"--k {text!r}: every k must be a positive integer", hint="e.g. --k 1,4,8")
+    return tuple(sorted(ks | {1}))
+
+
+def parse_rating_bounds(text: str) -> tuple[float, float]:
+    """'1400,2000' -> (1400.0, 2000.0)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        lo, hi = (float(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--rating-bounds {text!r} is not two numbers", hint="e.g. --rating-bounds 1400,2000") from None
+    return lo, hi

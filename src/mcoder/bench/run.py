@@ -1,0 +1,140 @@
+"""``mcoder bench``: the pass@k table of a verdicts file, and the figures of training runs.
+
+Tables and notes go to stderr; the one-line summary and the paths written go to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from mcoder import console
+from mcoder.bench import render
+from mcoder.bench.config import BenchConfig
+from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
+from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
+from mcoder.jsonl import display_name
+
+SHOWN_IDS = 10
+
+
+@dataclass(slots=True)
+class BenchResult:
+    table: Table | None = None
+    baseline: Table | None = None
+    notes: list[str] = field(default_factory=list)
+    summary: str | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+def run(cfg: BenchConfig) -> BenchResult:
+    """Everything the command was asked for, in order: the table, then the plots."""
+    result = BenchResult()
+    if cfg.wants_table:
+        bench_table(cfg, result)
+    if cfg.plots:
+        result.written += plot_runs(cfg.run_dirs, cfg.plots_dir)
+    return result
+
+
+def bench_table(cfg: BenchConfig, result: BenchResult) -> None:
+    problems = load_problems(cfg.problems, cfg.rating_bounds)
+    tallies = fresh_tallies(problems)
+    tally_verdicts(cfg.verdicts, tallies, display_name(cfg.problems))
+    result.table = build_table(tallies.values(), cfg.ks)
+    base_tallies = None
+    if cfg.baseline is not None:
+        base_tallies = fresh_tallies(problems)
+        tally_verdicts(cfg.baseline, base_tallies, display_name(cfg.problems))
+        result.baseline = build_table(base_tallies.values(), cfg.ks)
+    result.notes = table_notes(result.table, tallies, base_tallies)
+
+    for t in render.rich_tables(result.table, result.baseline):
+        console.show(t)
+    for note in result.notes:
+        console.warn(note)
+    result.summary = render.summary(result.table, result.baseline)
+    documents = [p for p in (cfg.markdown, cfg.json_out) if p is not None]
+    if any(str(p) == "-" for p in documents):
+        console.info(result.summary)  # stdout carries the document; keep it parseable
+    else:
+        console.emit(result.summary)
+    if cfg.markdown is not None:
+        _write(cfg.markdown, render.markdown(result.table, result.baseline, result.notes), result)
+    if cfg.json_out is not None:
+        doc = render.to_json(result.table, result.baseline, result.notes, cfg.rating_bounds)
+        _write(cfg.json_out, orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n", result)
+
+
+def table_notes(
+    table: Table, tallies: dict[str, ProblemTally], base_tallies: dict[str, ProblemTally] | None
+) -> list[str]:
+    """What a reader of the table must know: left-out problems and mismatched comparisons."""
+    notes = []
+    evaluated = [t for t in tallies.values() if t.n > 0]
+    for k in table.ks:
+        short = [t for t in evaluated if t.n < k]
+        if short:
+            notes.append(
+                f"pass@{k} is not computable for {len(short)} of {len(evaluated)} evaluated problems "
+                f"(fewer than {k} samples, smallest n = {min(t.n for t in short)}); "
+                f"they are left out of the pass@{k} averages"
+            )
+    if table.unevaluated:
+        notes.append(
+            f"{len(table.unevaluated)} problems have no verdicts and are not counted (unevaluated): "
+            + _ids(table.unevaluated)
+        )
+    unknown = sum(1 for t in tallies.values() if t.difficulty == UNKNOWN)
+    if unknown:
+        notes.append(f"{unknown} problems have no easy/medium/hard difficulty or rating: column '{UNKNOWN}'")
+    if base_tallies is not None:
+        ours = {t.id for t in evaluated}
+        theirs = {t.id for t in base_tallies.values() if t.n > 0}
+        if ours != theirs:
+            notes.append(
+                f"the baseline evaluated a different set of problems ({len(theirs)} vs {len(ours)}, "
+                f"{len(ours ^ theirs)} differ): deltas compare different problems"
+            )
+    if table.cell(ALL, ALL).problems == 0:
+        notes.append("no verdict matched any problem: the table is empty")
+    return notes
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_IDS])
+    return shown + (f", ... ({len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else "")
+
+
+def _write(path: Path, text: str, result: BenchResult) -> None:
+    """Write a whole file through a temp file and print its path; '-' writes the text to stdout."""
+    if str(path) == "-":
+        console.emit(text.rstrip("\n"))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    result.written.append(path)
+    console.emit(str(path))
+
+
+def plot_runs(run_dirs: list[Path], out_dir: Path) -> list[Path]:
+    """Read each run's metrics.jsonl, draw the figures, write the PNGs, print their paths."""
+    from mcoder.bench.metrics import read_run, run_labels
+    from mcoder.bench.plots import build_figures, save_figures
+
+    runs = [read_run(d, label) for d, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
+    for run_ in runs:
+        for w in run_.warnings:
+            console.warn(w)
+    figures, notes = build_figures(runs)
+    for note in notes:
+        console.info(f"note: {note}")
+    written = save_figures(figures, out_dir)
+    for path in written:
+        console.emit(str(path))
+    return written

@@ -1,0 +1,158 @@
+"""The platform x difficulty table of pass@k, its delta against a baseline, and failure shares.
+
+Rows are platforms as ``Problem.platform`` names them (lowercased; ``unknown`` when absent) plus
+an ``all`` row; columns are difficulty buckets easy / medium / hard (plus ``unknown`` when some
+problem's difficulty cannot be bucketed) and ``all``. A cell averages per-problem pass@k over the
+problems in it that have verdicts; problems without verdicts are counted apart (unevaluated),
+never as zeros.
+
+Difficulty buckets:
+- the words easy / medium / hard, in any case;
+- APPS's introductory / interview / competition as easy / medium / hard;
+- a number is a rating (Codeforces, AtCoder scale): below ``bounds[0]`` (default 1400) easy,
+  below ``bounds[1]`` (default 2000) medium, otherwise hard;
+- anything else (Codeforces letters "A".."F", empty) goes to ``unknown``: a letter is a position
+  in a round, not a difficulty that compares across rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mcoder.bench.passk import mean_pass_at_k
+from mcoder.records import STATUSES
+
+DIFFICULTIES = ("easy", "medium", "hard")
+UNKNOWN = "unknown"
+ALL = "all"
+FAILURE_STATUSES = tuple(s for s in STATUSES if s != "accepted")
+
+_NAMED = {
+    "easy": "easy",
+    "medium": "medium",
+    "hard": "hard",
+    "introductory": "easy",
+    "interview": "medium",
+    "competition": "hard",
+}
+
+
+def difficulty_bucket(value: str | None, bounds: tuple[float, float]) -> str:
+    """easy / medium / hard / unknown for a Problem.difficulty (see the module docstring)."""
+    if value is None:
+        return UNKNOWN
+    text = value.strip().lower()
+    if text in _NAMED:
+        return _NAMED[text]
+    try:
+        rating = float(text)
+    except ValueError:
+        return UNKNOWN
+    if not math.isfinite(rating) or rating < 0:
+        return UNKNOWN
+    lo, hi = bounds
+    return "easy" if rating < lo else "medium" if rating < hi else "hard"
+
+
+def platform_name(value: str | None) -> str:
+    return value.strip().lower() if value and value.strip() else UNKNOWN
+
+
+@dataclass(slots=True)
+class ProblemTally:
+    """One problem's place in the table and its verdict counts."""
+
+    id: str
+    platform: str
+    difficulty: str
+    n: int = 0
+    """Samples (verdicts) of this problem."""
+    c: int = 0
+    """Samples that passed."""
+    statuses: Counter = field(default_factory=Counter)
+
+
+@dataclass(slots=True)
+class Cell:
+    problems: int
+    """Problems with verdicts in this cell."""
+    unevaluated: int
+    """Problems of this cell without any verdict (not in the averages)."""
+    samples: int
+    pass_at: dict[int, float | None]
+    """Mean pass@k over the problems with at least k samples; None when none has."""
+    not_computable: dict[int, int]
+    """Problems left out of pass@k because they have fewer than k samples."""
+
+
+@dataclass(slots=True)
+class Table:
+    ks: tuple[int, ...]
+    rows: list[str]
+    """Platforms in order, then 'all'."""
+    columns: list[str]
+    """Difficulty buckets in order, then 'all'."""
+    cells: dict[tuple[str, str], Cell]
+    unevaluated: list[str]
+    """Ids of problems that have no verdict."""
+    failures: Counter
+    """Non-accepted samples by status."""
+
+    def cell(self, row: str = ALL, column: str = ALL) -> Cell:
+        return self.cells[(row, column)]
+
+    def failure_shares(self) -> dict[str, float]:
+        """Share of each failure status among the non-accepted samples (all 0 when there are none)."""
+        total = sum(self.failures.values())
+        return {s: (self.failures[s] / total if total else 0.0) for s in FAILURE_STATUSES}
+
+
+def build_table(tallies: Iterable[ProblemTally], ks: tuple[int, ...]) -> Table:
+    tallies = list(tallies)
+    platforms = sorted({t.platform for t in tallies} - {UNKNOWN})
+    if any(t.platform == UNKNOWN for t in tallies):
+        platforms.append(UNKNOWN)
+    buckets = list(DIFFICULTIES)
+    if any(t.difficulty == UNKNOWN for t in tallies):
+        buckets.append(UNKNOWN)
+    rows, columns = [*platforms, ALL], [*buckets, ALL]
+    cells = {
+        (row, col): _cell([t for t in tallies if row in (ALL, t.platform) and col in (ALL, t.difficulty)], ks)
+        for row in rows
+        for col in columns
+    }
+    failures: Counter = Counter()
+    for t in tallies:
+        failures.update({s: n for s, n in t.statuses.items() if s != "accepted"})
+    unevaluated = sorted(t.id for t in tallies if t.n == 0)
+    return Table(ks, rows, columns, cells, unevaluated, failures)
+
+
+def _cell(tallies: list[ProblemTally], ks: tuple[int, ...]) -> Cell:
+    evaluated = [(t.n, t.c) for t in tallies if t.n > 0]
+    pass_at: dict[int, float | None] = {}
+    not_computable: dict[int, int] = {}
+    for k in ks:
+        pass_at[k], _, not_computable[k] = mean_pass_at_k(evaluated, k)
+    return Cell(
+        problems=len(evaluated),
+        unevaluated=len(tallies) - len(evaluated),
+        samples=sum(n for n, _ in evaluated),
+        pass_at=pass_at,
+        not_computable=not_computable,
+    )
+
+
+def delta(table: Table, baseline: Table) -> dict[tuple[str, str], dict[int, float | None]]:
+    """Cell-by-cell pass@k minus the baseline's; None where either side has no value."""
+    out: dict[tuple[str, str], dict[int, float | None]] = {}
+    for key, cell in table.cells.items():
+        base = baseline.cells.get(key)
+        out[key] = {
+            k: (v - base.pass_at[k] if v is not None and base is not None and base.pass_at[k] is not None else None)
+            for k, v in cell.pass_at.items()
+        }
+    return out
