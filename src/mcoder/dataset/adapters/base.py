@@ -1,0 +1,65 @@
+"""What every adapter shares: the Adapter record and helpers that build tests and provenance."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcoder.dataset.fields import Skip
+from mcoder.dataset.sources import RowRef
+from mcoder.records import Problem, Test
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A source format: ``detect`` says whether a row has its shape, ``convert`` makes the
+    Problem (raising ``Skip`` for a row without a usable problem, DataError for a malformed one)."""
+
+    name: str
+    summary: str
+    detect: Callable[[dict[str, Any]], bool]
+    convert: Callable[[dict[str, Any], RowRef], Problem]
+
+
+def provenance(ref: RowRef, **extra: Any) -> dict[str, Any]:
+    """Meta naming the file (by name only) and row a problem came from, then ``extra``."""
+    meta: dict[str, Any] = {"source_file": Path(ref.path).name, "source_row": ref.index}
+    if ref.split:
+        meta["source_split"] = ref.split
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+def stdin_tests(inputs: Any, outputs: Any, ref: RowRef, field: str) -> list[Test]:
+    """stdin tests from parallel lists of inputs and outputs (a list of lines counts as text)."""
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ref.error("expected lists of inputs and outputs", field=field)
+    if len(inputs) != len(outputs):
+        raise Skip("inputs and outputs differ in count")
+    return [
+        Test(input=_text(i, ref, f"{field}.inputs[{n}]"), output=_text(o, ref, f"{field}.outputs[{n}]"))
+        for n, (i, o) in enumerate(zip(inputs, outputs))
+    ]
+
+
+def _text(value: Any, ref: RowRef, field: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value) + "\n"
+    raise ref.error(f"expected text, got {type(value).__name__}", field=field)
+
+
+def json_arguments(args: Any) -> str:
+    """Positional arguments as JSON values, one per line (the call-test input)."""
+    return "\n".join(json.dumps(a) for a in args)
+
+
+def keep_references(codes: list[Any]) -> list[str]:
+    """The solutions that are real code (no empty text, no placeholder)."""
+    from mcoder.dataset.statement import is_placeholder
+
+    return [c for c in codes if isinstance(c, str) and c.strip() and not is_placeholder(c)]

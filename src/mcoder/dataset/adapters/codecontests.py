@@ -1,0 +1,139 @@
+"""CodeContests (DeepMind), in the three shapes it travels in.
+
+- SandboxFusion: ``content`` (statement), ``test`` (JSON list of ``{input: {stdin}, output:
+  {stdout}}``), ``labels`` (JSON: difficulty, name, source).
+- rLLM: ``problem`` (statement, ending with time and memory limit lines) and ``tests`` ``{inputs,
+  outputs}``; no id, so the id is derived from the file name and row index.
+- The dataset itself (parquet on the Hub): ``name``, ``description``, ``public_tests``,
+  ``private_tests``, ``generated_tests`` (each ``{input: [...], output: [...]}``), enum-coded
+  ``source``, ``difficulty`` and solution ``language``, ``cf_rating``, ``time_limit``,
+  ``memory_limit_bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcoder.dataset.adapters.base import Adapter, keep_references, provenance, stdin_tests
+from mcoder.dataset.fields import Skip, json_value, need
+from mcoder.dataset.sources import RowRef
+from mcoder.dataset.statement import difficulty_label, limits
+from mcoder.records import Problem, Test
+
+SOURCE = "code_contests"
+
+# Enums of CodeContests' contest_problem.proto.
+_SOURCES = {1: "codechef", 2: "codeforces", 3: "hackerearth", 4: "codejam", 5: "atcoder", 6: "aizu"}
+_DIFFICULTIES = {1: "easy", 2: "medium", 3: "hard", 4: "harder", 5: "hardest", 6: "external"}
+_PYTHON3 = 3
+
+
+def detect(row: dict[str, Any]) -> bool:
+    tests = row.get("tests")
+    return (
+        ("content" in row and "test" in row and "labels" in row and "task_id" not in str(row["labels"]))
+        or ("problem" in row and isinstance(tests, dict) and "inputs" in tests and "functional" not in tests)
+        or ("description" in row and "public_tests" in row)
+    )
+
+
+def convert(row: dict[str, Any], ref: RowRef) -> Problem:
+    if "content" in row:
+        return _convert_sandboxfusion(row, ref)
+    if "problem" in row:
+        return _convert_rllm(row, ref)
+    return _convert_deepmind(row, ref)
+
+
+def difficulty_of(label: Any) -> tuple[str | None, str | None]:
+    """(difficulty, the source's own label when it differs).
+
+    Codeforces problems carry their letter in the contest (A, B, ...), not a difficulty; a
+    rough reading maps A-B to easy, C-D to medium and later letters to hard, keeping the letter.
+    """
+    text = difficulty_label(label)
+    if text is None:
+        return None, None
+    if len(text) == 1 and text.isalpha():
+        mapped = "easy" if text in "ab" else "medium" if text in "cd" else "hard"
+        return mapped, label
+    if text in ("harder", "hardest"):
+        return "hard", label
+    return text, None
+
+
+def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
+    labels = json_value(need(row, "labels", ref, (str, dict)), ref, "labels")
+    cases = json_value(need(row, "test", ref, (str, list)), ref, "test")
+    if not isinstance(cases, list):
+        raise ref.error("expected a list of tests", field="test")
+    tests = []
+    for i, case in enumerate(cases):
+        try:
+            tests.append(Test(input=case["input"]["stdin"], output=case["output"]["stdout"]))
+        except (KeyError, TypeError):
+            raise ref.error("expected {input: {stdin}, output: {stdout}}", field=f"test[{i}]") from None
+    if not tests:
+        raise Skip("no tests")
+    difficulty, original = difficulty_of(labels.get("difficulty"))
+    question = need(row, "content", ref)
+    return Problem(
+        id=str(labels.get("name") or ref.derived_id()),
+        source=SOURCE,
+        question=question,
+        tests=tests,
+        platform=(labels.get("source") or "").lower() or None,
+        difficulty=difficulty,
+        meta=provenance(ref, source_difficulty=original, **limits(question)),
+    )
+
+
+def _convert_rllm(row: dict[str, Any], ref: RowRef) -> Problem:
+    tests_field = need(row, "tests", ref, dict)
+    tests = stdin_tests(tests_field.get("inputs"), tests_field.get("outputs"), ref, "tests")
+    if not tests:
+        raise Skip("no tests")
+    question = need(row, "problem", ref).strip()
+    return Problem(
+        id=ref.derived_id(),
+        source=SOURCE,
+        question=question,
+        tests=tests,
+        meta=provenance(ref, **limits(question)),
+    )
+
+
+def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
+    tests: list[Test] = []
+    for field in ("public_tests", "private_tests", "generated_tests"):
+        block = row.get(field) or {"input": [], "output": []}
+        if not isinstance(block, dict):
+            raise ref.error("expected {input: [...], output: [...]}", field=field)
+        tests += stdin_tests(block.get("input"), block.get("output"), ref, field)
+    if not tests:
+        raise Skip("no tests")
+    rating = row.get("cf_rating") or None
+    difficulty, original = difficulty_of(_DIFFICULTIES.get(row.get("difficulty"), row.get("difficulty")))
+    limit = row.get("time_limit") or {}
+    solutions = row.get("solutions") or {}
+    python3 = [s for lang, s in zip(solutions.get("language", []), solutions.get("solution", [])) if lang == _PYTHON3]
+    return Problem(
+        id=str(need(row, "name", ref)),
+        source=SOURCE,
+        question=need(row, "description", ref),
+        tests=tests,
+        platform=_SOURCES.get(row.get("source")),
+        difficulty=str(rating) if rating else difficulty,
+        reference_solutions=keep_references(python3),
+        meta=provenance(
+            ref,
+            source_difficulty=original,
+            public_tests=len((row.get("public_tests") or {}).get("input", [])),
+            time_limit_s=(limit.get("seconds", 0) + limit.get("nanos", 0) / 1e9) if limit else None,
+            memory_limit_mb=row["memory_limit_bytes"] / 1e6 if row.get("memory_limit_bytes") else None,
+            tags=row.get("cf_tags") or None,
+        ),
+    )
+
+
+ADAPTER = Adapter("codecontests", "CodeContests (SandboxFusion, rLLM and Hub shapes)", detect, convert)

@@ -1,0 +1,41 @@
+"""Codeforces problems with their statement samples (rLLM's shape): ``problem`` (statement with
+'Time Limit: N ms', 'Memory Limit: N MB' and 'Tags:' trailer lines) and ``tests``, a list of
+``{input, output}``. The rows have no id; it is derived from the file name and row index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcoder.dataset.adapters.base import Adapter, provenance
+from mcoder.dataset.fields import Skip, need
+from mcoder.dataset.sources import RowRef
+from mcoder.dataset.statement import limits
+from mcoder.records import Problem, Test
+
+SOURCE = "codeforces"
+
+
+def detect(row: dict[str, Any]) -> bool:
+    return "problem" in row and isinstance(row.get("tests"), list)
+
+
+def convert(row: dict[str, Any], ref: RowRef) -> Problem:
+    tests = []
+    for i, case in enumerate(need(row, "tests", ref, list)):
+        if not (isinstance(case, dict) and isinstance(case.get("input"), str) and isinstance(case.get("output"), str)):
+            raise ref.error("expected {input, output} with text values", field=f"tests[{i}]")
+        tests.append(Test(input=case["input"], output=case["output"]))
+    if not tests:
+        raise Skip("no tests")
+    question = need(row, "problem", ref).strip()
+    return Problem(
+        id=str(row.get("id") or ref.derived_id()),
+        source=SOURCE,
+        question=question,
+        tests=tests,
+        platform="codeforces",
+        meta=provenance(ref, samples_only=True, **limits(question)),
+    )
+
+
+ADAPTER = Adapter("codeforces", "Codeforces statements with sample tests (rLLM shape)", detect, convert)

@@ -1,0 +1,222 @@
+"""The filter stage: from converted problems to the ones worth training on.
+
+Steps run cheapest first, each a function over a list of problems that returns the problems it
+keeps and a ``StageResult`` (counts, removals with reasons, notes): freshness, statement length,
+minimum tests, special judge, duplicates, decontamination, the difficulty band, and last the cap
+on tests (which removes nothing, only trims). ``run_filter`` runs the ones ``FilterConfig`` turns on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcoder.dataset.report import Removal, StageResult
+from mcoder.dataset.special_judge import special_judge_phrase
+from mcoder.errors import UsageError
+from mcoder.records import Problem
+
+Step = Callable[[Sequence[Problem]], tuple[list[Problem], StageResult]]
+
+
+@dataclass
+class FilterConfig:
+    """What the filter stage removes. The defaults drop only special-judge and test-less problems."""
+
+    after: str | None = None
+    """Keep problems dated strictly after this day (YYYY-MM-DD); undated problems are removed."""
+    min_tests: int = 1
+    """Remove problems with fewer tests than this."""
+    min_chars: int = 0
+    """Remove problems whose statement is shorter than this many characters."""
+    max_chars: int | None = None
+    """Remove problems whose statement is longer than this many characters."""
+    keep_special_judge: bool = False
+    """Keep problems whose statement accepts several outputs (still flagged in meta)."""
+    max_tests: int | None = None
+    """Cap each problem's tests at this many, keeping the largest inputs."""
+    dedup: bool = False
+    """Remove exact duplicates (statement or test set) and MinHash near-duplicates."""
+    dedup_threshold: float = 0.8
+    """Estimated Jaccard similarity of statement shingles at which two problems are near-duplicates."""
+    decontaminate: list[Path] = field(default_factory=list)
+    """Benchmark problem files (mcoder JSONL) whose problems must not be trained on."""
+    ngram: int = 13
+    """Word n-gram size of the decontamination overlap."""
+    decontam_min_overlap: float = 0.5
+    """Share of the shorter statement's n-grams that must match a benchmark problem."""
+    difficulty_from: list[Path] = field(default_factory=list)
+    """Verdict files of the target model on these problems (rollout + judge)."""
+    keep_pass_rate: tuple[float, float] | None = None
+    """Keep problems whose pass rate lies in [LO, HI]; needs difficulty_from."""
+
+    def __post_init__(self) -> None:
+        if self.after is not None:
+            _check_date(self.after)
+        if self.min_tests < 0 or self.min_chars < 0:
+            raise UsageError("--min-tests and --min-chars cannot be negative")
+        if self.max_chars is not None and self.max_chars < self.min_chars:
+            raise UsageError(f"--max-chars {self.max_chars} is below --min-chars {self.min_chars}")
+        if self.max_tests is not None and self.max_tests < max(1, self.min_tests):
+            raise UsageError(
+                f"--max-tests {self.max_tests} is below --min-tests {self.min_tests}",
+                hint="a cap below the minimum would remove every capped problem",
+            )
+        if not 0.0 < self.dedup_threshold <= 1.0:
+            raise UsageError(f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}", hint="e.g. 0.8")
+        if self.ngram < 1:
+            raise UsageError(f"--ngram must be at least 1, got {self.ngram}", hint="13 is the usual size")
+        if bool(self.difficulty_from) != (self.keep_pass_rate is not None):
+            raise UsageError(
+                "--difficulty-from and --keep-pass-rate go together",
+                hint="e.g. --difficulty-from verdicts.jsonl --keep-pass-rate 0.1,0.9",
+            )
+
+
+def _check_date(text: str) -> None:
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--after takes a date YYYY-MM-DD, got {text!r}", hint="e.g. --after 2024-08-01") from None
+
+
+# ---------------------------------------------------------------- per-problem steps
+
+
+def _per_problem(
+    name: str, problems: Sequence[Problem], check: Callable[[Problem], tuple[str, dict] | None]
+) -> tuple[list[Problem], StageResult]:
+    """Keep problems for which ``check`` returns None; else it returns (reason, detail)."""
+    kept, removals = [], []
+    for p in problems:
+        verdict = check(p)
+        if verdict is None:
+            kept.append(p)
+        else:
+            removals.append(Removal(p.id, name, verdict[0], verdict[1]))
+    return kept, StageResult(name, len(problems), len(kept), removals)
+
+
+def freshness(problems: Sequence[Problem], after: str) -> tuple[list[Problem], StageResult]:
+    def check(p: Problem):
+        if not p.date:
+            return "no_date", {}
+        # Dates may carry a time ("2023-08-21T00:00:00"): the day is what counts.
+        return None if p.date[:10] > after else ("too_old", {"date": p.date[:10]})
+
+    kept, result = _per_problem("freshness", problems, check)
+    result.notes = {"after": after}
+    return kept, result
+
+
+def statement_length(problems: Sequence[Problem], min_chars: int, max_chars: int | None):
+    def check(p: Problem):
+        n = len(p.question.strip())
+        if n < min_chars:
+            return "statement_too_short", {"chars": n}
+        if max_chars is not None and n > max_chars:
+            return "statement_too_long", {"chars": n}
+        return None
+
+    return _per_problem("length", problems, check)
+
+
+def min_tests(problems: Sequence[Problem], n: int, stage: str = "min_tests"):
+    return _per_problem(stage, problems, lambda p: None if len(p.tests) >= n else ("too_few_tests", {"tests": len(p.tests)}))
+
+
+def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem], StageResult]:
+    """Flag ``meta["special_judge"]`` (and the phrase); remove flagged problems unless ``keep``."""
+    kept, removals, flagged = [], [], []
+    for p in problems:
+        phrase = special_judge_phrase(p.question)
+        if phrase is None:
+            kept.append(p)
+            continue
+        flagged.append({"id": p.id, "phrase": phrase})
+        if keep:
+            kept.append(dataclasses.replace(p, meta={**p.meta, "special_judge": True, "special_judge_phrase": phrase}))
+        else:
+            removals.append(Removal(p.id, "special_judge", "special_judge", {"phrase": phrase}))
+    notes = {"flagged": len(flagged), "kept_flagged": keep}
+    return kept, StageResult("special_judge", len(problems), len(kept), removals, notes=notes)
+
+
+def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem], StageResult]:
+    """Keep each problem's ``max_tests`` largest-input tests, in their original order.
+
+    Large inputs are the ones that catch slow programs; the small ones are mostly samples that
+    the large ones already cover. Removes no problem.
+    """
+    out, capped = [], 0
+    for p in problems:
+        if len(p.tests) <= max_tests:
+            out.append(p)
+            continue
+        largest = sorted(range(len(p.tests)), key=lambda i: (-len(p.tests[i].input), i))[:max_tests]
+        tests = [p.tests[i] for i in sorted(largest)]
+        out.append(dataclasses.replace(p, tests=tests, meta={**p.meta, "tests_capped_from": len(p.tests)}))
+        capped += 1
+    return out, StageResult("cap_tests", len(problems), len(out), notes={"max_tests": max_tests, "capped": capped})
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def filter_steps(cfg: FilterConfig) -> list[Step]:
+    """The steps ``cfg`` turns on, in the order they run."""
+    steps: list[Step] = []
+    if cfg.after is not None:
+        steps.append(lambda ps: freshness(ps, cfg.after))
+    if cfg.min_chars or cfg.max_chars is not None:
+        steps.append(lambda ps: statement_length(ps, cfg.min_chars, cfg.max_chars))
+    if cfg.min_tests:
+        steps.append(lambda ps: min_tests(ps, cfg.min_tests))
+    steps.append(lambda ps: special_judge(ps, cfg.keep_special_judge))
+    if cfg.dedup:
+        from mcoder.dataset.dedup import dedup
+
+        steps.append(lambda ps: dedup(ps, cfg.dedup_threshold))
+    if cfg.decontaminate:
+        steps.append(_decontaminate_step(cfg))
+    if cfg.keep_pass_rate is not None:
+        steps.append(_difficulty_step(cfg))
+    if cfg.max_tests is not None:
+        steps.append(lambda ps: cap_tests(ps, cfg.max_tests))
+    return steps
+
+
+def _decontaminate_step(cfg: FilterConfig) -> Step:
+    from mcoder.dataset.decontam import BenchIndex, decontaminate, load_bench
+
+    index = BenchIndex.build(load_bench(cfg.decontaminate), cfg.ngram)  # read before any work starts
+    return lambda ps: decontaminate(ps, index, cfg.decontam_min_overlap)
+
+
+def _difficulty_step(cfg: FilterConfig) -> Step:
+    from mcoder.dataset.difficulty import difficulty_band, read_pass_counts
+
+    counts = read_pass_counts(cfg.difficulty_from)
+    lo, hi = cfg.keep_pass_rate
+    return lambda ps: difficulty_band(ps, counts, lo, hi)
+
+
+def run_steps(problems: Sequence[Problem], steps: Sequence[Step]) -> tuple[list[Problem], list[StageResult]]:
+    """Run steps in order, timing each; ``StageResult.seconds`` is filled in here."""
+    results = []
+    current = list(problems)
+    for step in steps:
+        start = time.perf_counter()
+        current, result = step(current)
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+    return current, results
+
+
+def run_filter(problems: Sequence[Problem], cfg: FilterConfig) -> tuple[list[Problem], list[StageResult]]:
+    return run_steps(problems, filter_steps(cfg))

@@ -1,0 +1,197 @@
+"""The build report: what every stage took in, let out, and why it removed each problem.
+
+Stages hand back a ``StageResult``; ``build_report`` turns the list into one JSON-ready dict
+(histograms of the problems before and after, test counts, time per stage) and
+``write_report`` writes it as markdown plus a JSON twin. Everything emitted is sorted, so the
+same inputs give the same bytes; the only measured values are the stage times (``seconds``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcoder.records import Problem
+
+# Buckets of the tests-per-problem histogram: (label, lowest count in it).
+TEST_BUCKETS = (("0", 0), ("1", 1), ("2-4", 2), ("5-9", 5), ("10-49", 10), ("50-99", 50), ("100+", 100))
+
+
+@dataclass(slots=True)
+class Removal:
+    """One problem a stage removed, and why (``detail`` names what it matched, if anything)."""
+
+    problem_id: str
+    stage: str
+    reason: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.problem_id, "stage": self.stage, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class StageResult:
+    """Counts in and out of one stage, its removals, its time, and stage-specific notes."""
+
+    name: str
+    n_in: int
+    n_out: int
+    removals: list[Removal] = field(default_factory=list)
+    seconds: float = 0.0
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def reasons(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.reason for r in self.removals).items()))
+
+
+def _bucket(n: int) -> str:
+    label = TEST_BUCKETS[0][0]
+    for name, low in TEST_BUCKETS:
+        if n >= low:
+            label = name
+    return label
+
+
+def summarize(problems: Iterable[Problem]) -> dict[str, Any]:
+    """Histograms of a problem list: source, platform, difficulty, test kinds and counts."""
+    sources, platforms, difficulties, kinds, buckets = Counter(), Counter(), Counter(), Counter(), Counter()
+    n = tests = 0
+    for p in problems:
+        n += 1
+        tests += len(p.tests)
+        sources[p.source] += 1
+        platforms[p.platform or "unknown"] += 1
+        difficulties[str(p.difficulty) if p.difficulty is not None else "unknown"] += 1
+        kinds.update(t.kind for t in p.tests)
+        buckets[_bucket(len(p.tests))] += 1
+    order = [name for name, _ in TEST_BUCKETS]
+    return {
+        "problems": n,
+        "tests": tests,
+        "source": dict(sorted(sources.items())),
+        "platform": dict(sorted(platforms.items())),
+        "difficulty": dict(sorted(difficulties.items())),
+        "test_kind": dict(sorted(kinds.items())),
+        "tests_per_problem": {b: buckets[b] for b in order if buckets[b]},
+    }
+
+
+def build_report(
+    inputs: Sequence[str], stages: Sequence[StageResult], before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, Any]:
+    """The whole report as JSON-ready data; ``accounted`` checks in = out + removed."""
+    removed = sum(len(s.removals) for s in stages)
+    chain_ok = all(s.n_in - len(s.removals) == s.n_out for s in stages)
+    return {
+        "inputs": [str(i) for i in inputs],
+        "problems_in": before["problems"],
+        "problems_out": after["problems"],
+        "removed": removed,
+        "accounted": chain_ok and before["problems"] - removed == after["problems"],
+        "stages": [
+            {
+                "name": s.name,
+                "in": s.n_in,
+                "out": s.n_out,
+                "removed": len(s.removals),
+                "reasons": s.reasons(),
+                "seconds": round(s.seconds, 3),
+                "notes": s.notes,
+            }
+            for s in stages
+        ],
+        "removals": [r.to_dict() for s in stages for r in sorted(s.removals, key=lambda r: r.problem_id)],
+        "before": before,
+        "after": after,
+    }
+
+
+def write_report(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path]:
+    """Write ``report`` as markdown at ``path`` and as JSON beside it (same name, ``.json``)."""
+    md_path = Path(path)
+    json_path = md_path.with_suffix(".json") if md_path.suffix != ".json" else md_path.with_suffix(".json.json")
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(render_markdown(report), encoding="utf-8")
+    json_path.write_text(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return md_path, json_path
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    def cell(x: Any) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(x) for x in r) + " |" for r in rows]
+    return lines + [""]
+
+
+def _histogram_rows(before: dict[str, int], after: dict[str, int]) -> list[tuple[str, int, int]]:
+    keys = sorted(set(before) | set(after), key=lambda k: (k not in before, k))
+    return [(k, before.get(k, 0), after.get(k, 0)) for k in keys]
+
+
+def _detail_text(detail: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(detail.items()) if not isinstance(v, (list, dict)))
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    before, after = report["before"], report["after"]
+    lines = ["# Dataset build report", ""]
+    lines += [f"Inputs: {', '.join(report['inputs']) or '(none)'}", ""]
+    lines += [
+        f"Problems in: **{report['problems_in']}**, out: **{report['problems_out']}**, "
+        f"removed: **{report['removed']}** "
+        f"({'every input problem accounted for' if report['accounted'] else 'COUNTS DO NOT ADD UP'}).",
+        f"Tests in: {before['tests']}, out: {after['tests']}.",
+        "",
+        "## Stages",
+        "",
+    ]
+    rows = [
+        (s["name"], s["in"], s["out"], s["removed"], ", ".join(f"{k}: {v}" for k, v in s["reasons"].items()),
+         f"{s['seconds']:.2f}")
+        for s in report["stages"]
+    ]
+    lines += _md_table(("stage", "in", "out", "removed", "reasons", "seconds"), rows)
+    for key, title in (("platform", "Platform"), ("difficulty", "Difficulty"), ("source", "Source"),
+                       ("tests_per_problem", "Tests per problem"), ("test_kind", "Test kinds")):
+        lines += [f"## {title}", ""]
+        lines += _md_table((key, "before", "after"), _histogram_rows(before[key], after[key]))
+    lines += _notes_markdown(report["stages"])
+    lines += ["## Removed problems", ""]
+    rows = [(r["id"], r["stage"], r["reason"], _detail_text(r["detail"])) for r in report["removals"]]
+    lines += _md_table(("problem", "stage", "reason", "detail"), rows) if rows else ["(none)", ""]
+    return "\n".join(lines)
+
+
+def _notes_markdown(stages: Sequence[dict[str, Any]]) -> list[str]:
+    """Stage notes: scalars as a line each, lists (clusters, matches, flags) as short tables."""
+    lines: list[str] = []
+    for s in stages:
+        if not s["notes"]:
+            continue
+        lines += [f"## Notes: {s['name']}", ""]
+        for key, value in sorted(s["notes"].items()):
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                columns = sorted({k for v in value for k in v})
+                lines += [f"{key}:", ""]
+                lines += _md_table(columns, ([_cell(v.get(c, "")) for c in columns] for v in value))
+            else:
+                lines += [f"- {key}: {_cell(value)}", ""]
+    return lines
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in sorted(value.items()))
+    return str(value)

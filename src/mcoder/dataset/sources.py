@@ -1,0 +1,198 @@
+"""Stage 1a, collect: find the rows of local sources.
+
+A source is a JSONL file, a JSON file (a list of rows, one row, or JSONL under a .json name), a
+parquet file (any of them optionally gzip-compressed, parquet excepted), a folder written by
+``datasets.save_to_disk``, or a folder holding any of these. Each row comes with a ``RowRef``
+that says where it was read, so that a bad row is reported by file and line (JSONL) or row index.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mcoder.errors import DataError, UsageError
+
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
+JSON_SUFFIXES = (".json", ".json.gz")
+PARQUET_SUFFIXES = (".parquet",)
+DATA_SUFFIXES = JSONL_SUFFIXES + JSON_SUFFIXES + PARQUET_SUFFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class RowRef:
+    """Where a row was read: the file as the user named it, its stem, and its position."""
+
+    path: str
+    stem: str
+    index: int  # 0-based position in the file (or in the split)
+    line: int | None = None  # 1-based line, for JSONL
+    split: str | None = None  # the split of a saved DatasetDict
+
+    def where(self) -> str:
+        if self.line is not None:
+            return f"{self.path}:{self.line}"
+        split = f" split {self.split}" if self.split else ""
+        return f"{self.path}{split} row {self.index}"
+
+    def error(self, reason: str, field: str | None = None, hint: str | None = None) -> DataError:
+        if self.line is not None:
+            return DataError(reason, path=self.path, line=self.line, field=field, hint=hint)
+        return DataError(reason, path=self.where(), field=field, hint=hint)
+
+    def derived_id(self) -> str:
+        """A stable id for a row whose source has none: file stem, split, row index."""
+        split = f"{self.split}/" if self.split else ""
+        return f"{self.stem}/{split}{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One readable unit: a data file or a saved dataset folder."""
+
+    path: str  # as the user named it (or joined under a named folder)
+    kind: str  # jsonl | json | parquet | saved
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    @property
+    def stem(self) -> str:
+        name = self.name
+        for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
+            if name.endswith(suffix):
+                return name[: -len(suffix)]
+        return name
+
+    def rows(self) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+        reader = {"jsonl": _jsonl_rows, "json": _json_rows, "parquet": _parquet_rows, "saved": _saved_rows}
+        return reader[self.kind](self)
+
+    def count(self) -> int | None:
+        """The number of rows where it is cheap to know (for the progress bar)."""
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(self.path).metadata.num_rows
+        return None
+
+
+def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
+    """The sources under ``paths`` in a stable order, and the paths passed over with the reason.
+
+    A folder is read in sorted order; files that are not data (a README next to the data, as a
+    shell glob brings along) are passed over and reported, never read as problems.
+    """
+    sources: list[Source] = []
+    ignored: list[tuple[str, str]] = []
+    for p in paths:
+        path = Path(p)
+        if not path.exists():
+            raise UsageError(f"no such file or folder: {p}", hint="check the SOURCE paths")
+        _expand_one(str(p), sources, ignored)
+    return sources, ignored
+
+
+def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -> None:
+    path = Path(p)
+    if path.is_dir():
+        if _is_saved_dataset(path):
+            sources.append(Source(p, "saved"))
+            return
+        for child in sorted(os.listdir(path)):
+            if not child.startswith("."):
+                _expand_one(os.path.join(p, child), sources, ignored)
+        return
+    name = path.name
+    if name.endswith(JSONL_SUFFIXES):
+        sources.append(Source(p, "jsonl"))
+    elif name.endswith(JSON_SUFFIXES):
+        sources.append(Source(p, "json"))
+    elif name.endswith(PARQUET_SUFFIXES):
+        sources.append(Source(p, "parquet"))
+    elif not _is_saved_part(path):
+        ignored.append((p, f"not a data file (known: {', '.join(DATA_SUFFIXES)}, or a saved dataset)"))
+
+
+def _is_saved_dataset(path: Path) -> bool:
+    return (path / "dataset_dict.json").is_file() or (
+        (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
+    )
+
+
+def _is_saved_part(path: Path) -> bool:
+    return path.name.endswith(".arrow") or path.name in ("state.json", "dataset_info.json")
+
+
+# ------------------------------------------------------------------ readers
+
+
+def _open(path: str):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    index = 0
+    with _open(src.path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            ref = RowRef(src.path, src.stem, index, line=lineno)
+            yield ref, _as_row(_loads(raw, ref), ref)
+            index += 1
+
+
+def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    with _open(src.path) as f:
+        data = f.read()
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        if data.lstrip().startswith(b"{"):  # JSONL under a .json name
+            yield from _jsonl_rows(Source(src.path, "jsonl"))
+            return
+        raise DataError(f"invalid JSON ({e})", path=src.path) from None
+    rows = obj if isinstance(obj, list) else [obj]
+    for index, row in enumerate(rows):
+        ref = RowRef(src.path, src.stem, index)
+        yield ref, _as_row(row, ref)
+
+
+def _parquet_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    index = 0
+    for batch in pq.ParquetFile(src.path).iter_batches(batch_size=256):
+        for row in batch.to_pylist():
+            yield RowRef(src.path, src.stem, index), row
+            index += 1
+
+
+def _saved_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    import datasets
+
+    loaded = datasets.load_from_disk(src.path)
+    splits = list(loaded.items()) if isinstance(loaded, datasets.DatasetDict) else [(None, loaded)]
+    for split, ds in splits:
+        for index, row in enumerate(ds):
+            yield RowRef(src.path, src.stem, index, split=split), row
+
+
+def _loads(raw: bytes, ref: RowRef) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise ref.error(f"invalid JSON ({e})") from None
+
+
+def _as_row(obj: Any, ref: RowRef) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ref.error(f"expected a JSON object for each row, got {type(obj).__name__}")
+    return obj

@@ -1,0 +1,132 @@
+"""Statement text and the facts inside it: prompt wrappers around the statement, the starter
+code block, time and memory limits, tags, dates, difficulty labels, placeholder solutions."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+_PY_BLOCK = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
+_LCB_QUESTION = re.compile(r"### Question:\s*\n(.*?)(?:\n### Format:|\Z)", re.DOTALL)
+_LCB_FORMAT = re.compile(r"### Format:(.*?)(?:\n### Answer:|\Z)", re.DOTALL)
+_COMPLETE_PROMPT = re.compile(r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.DOTALL)
+_SOLVE_PREFIX = re.compile(r"\APlease solve the programming task below[^\n]*\n+")
+_TIME_MS = re.compile(r"^Time Limit:\s*([\d.]+)\s*(ms|milliseconds?|s|seconds?)\s*$", re.MULTILINE | re.IGNORECASE)
+_TIME_DICT = re.compile(r"^Time Limit:\s*(\{.*\})\s*$", re.MULTILINE)
+_MEMORY = re.compile(r"^Memory Limit:\s*([\d.]+)\s*(MB|megabytes|Bytes|KB)\s*$", re.MULTILINE | re.IGNORECASE)
+_TAGS = re.compile(r"^Tags:\s*\n(\[.*\])\s*$", re.MULTILINE)
+_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+_INTERACTIVE = re.compile(
+    r"this is an interactive problem|^\s*interaction\s*$|\binteractor\b", re.IGNORECASE | re.MULTILINE
+)
+_PLACEHOLDER_STARTER = re.compile(r"^\s*#\s*YOUR CODE HERE\s*$", re.IGNORECASE)
+
+
+def python_block(text: str) -> str | None:
+    """The last ```python block of ``text`` (where a prompt keeps its starter code)."""
+    blocks = _PY_BLOCK.findall(text)
+    return blocks[-1] if blocks else None
+
+
+def lcb_prompt_parts(content: str) -> tuple[str, str]:
+    """(statement, starter code) of a LiveCodeBench prompt as SandboxFusion stores it.
+
+    The prompt wraps the statement in '### Question:' ... '### Format:'; the format section's
+    python block is the starter code, or a '# YOUR CODE HERE' placeholder for stdin problems.
+    """
+    m = _LCB_QUESTION.search(content)
+    question = m.group(1).strip() if m else content.strip()
+    starter = ""
+    fmt = _LCB_FORMAT.search(content)
+    block = python_block(fmt.group(1)) if fmt else None
+    if block and not _PLACEHOLDER_STARTER.match(block):
+        starter = block.rstrip() + "\n"
+    return question, starter
+
+
+def leetcode_prompt_parts(problem: str) -> tuple[str, str]:
+    """(statement, starter code) of a LeetCode prompt that ends with 'Please complete ... ```python'."""
+    starter = python_block(problem) or ""
+    question = _COMPLETE_PROMPT.sub("", _SOLVE_PREFIX.sub("", problem.strip())).strip()
+    return question, (starter.rstrip() + "\n") if starter.strip() else ""
+
+
+def limits(statement: str) -> dict[str, Any]:
+    """Time limit (seconds), memory limit (MB) and tags found in a statement's trailer lines."""
+    meta: dict[str, Any] = {}
+    if m := _TIME_MS.search(statement):
+        value, unit = float(m.group(1)), m.group(2).lower()
+        meta["time_limit_s"] = value / 1000 if unit.startswith("m") else value
+    elif m := _TIME_DICT.search(statement):
+        try:  # CodeContests' protobuf duration, printed as a dict
+            d = ast.literal_eval(m.group(1))
+            meta["time_limit_s"] = d.get("seconds", 0) + d.get("nanos", 0) / 1e9
+        except (ValueError, SyntaxError, AttributeError):
+            pass
+    if m := _MEMORY.search(statement):
+        value, unit = float(m.group(1)), m.group(2).lower()
+        # CodeContests writes 256 MB as 256000000 bytes: decimal megabytes.
+        meta["memory_limit_mb"] = {"bytes": value / 1e6, "kb": value / 1e3}.get(unit, value)
+    if m := _TAGS.search(statement):
+        try:
+            tags = ast.literal_eval(m.group(1))
+            if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+                meta["tags"] = tags
+        except (ValueError, SyntaxError):
+            pass
+    return meta
+
+
+def is_interactive(statement: str, tags: Any = None) -> bool:
+    """True for a problem judged by an interactor: its sample 'tests' are a transcript of a
+    dialogue, which no stdin/stdout comparison can grade."""
+    if isinstance(tags, list) and "interactive" in tags:
+        return True
+    return bool(_INTERACTIVE.search(statement))
+
+
+def day(value: Any) -> str | None:
+    """A date as YYYY-MM-DD (from an ISO date or datetime text, or a datetime)."""
+    if value is None:
+        return None
+    if hasattr(value, "date") and callable(value.date):
+        value = value.date()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()[:10]
+    m = _DATE.match(str(value).strip())
+    return m.group(1) if m else None
+
+
+def difficulty_label(value: Any) -> str | None:
+    """A source's difficulty as text: words lower-cased, numbers (ratings) as digits."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    label = str(value).strip().lower()
+    return None if label in ("unknown", "unknown_difficulty", "none") else label
+
+
+def is_placeholder(code: str) -> bool:
+    """True for code that cannot be a solution: empty, or only imports, pass and an exit call
+    (SandboxFusion stores ``import sys; sys.exit(0)`` where it has no canonical solution)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return all(_is_noop(stmt) for stmt in tree.body)
+
+
+def _is_noop(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        if isinstance(stmt.value, ast.Constant):
+            return True
+        call = stmt.value
+        if isinstance(call, ast.Call):
+            fn = call.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+            return name in ("exit", "quit", "_exit")
+    return False
