@@ -1,0 +1,78 @@
+"""JudgeConfig: the limits, the comparison rules and the pool size of one judge run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from mcoder.errors import UsageError
+
+COMPARE_MODES = ("microcoder", "strict")
+REWARDS = ("binary", "fraction")
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(slots=True)
+class JudgeConfig:
+    # --- pool
+    workers: int = 0
+    """Candidates judged at once, each in its own warm worker (0 = one per core)."""
+
+    # --- limits, per test
+    timeout_s: float = 6.0
+    """Wall-clock limit of one test in seconds (CPU time is capped at the same figure)."""
+    memory_mb: int = 1024
+    """Address-space limit of a candidate process in MiB (its Python included)."""
+    max_processes: int = 32
+    """Processes and threads a candidate may run at once (RLIMIT_NPROC of its user id)."""
+    max_output_mb: float = 16.0
+    """Standard output (or return value text) a test may produce before it is stopped."""
+    max_disk_mb: int = 64
+    """Largest file a candidate may write into its own directory (RLIMIT_FSIZE)."""
+
+    # --- grading
+    compare: str = "microcoder"
+    """Output comparison: microcoder (tolerant chain) or strict (LiveCodeBench's rules)."""
+    reward: str = "binary"
+    """binary: 1 when every test passes, else 0; fraction: the share of tests passed."""
+    early_exit: bool = True
+    """Stop a candidate at its first failing test (tests_passed then counts up to that test)."""
+
+    # --- isolation
+    unsafe_no_sandbox: bool = False
+    """Run candidates as this user, with network and files reachable: only inside outer isolation."""
+    first_uid: int = 61000
+    """First of the unused user ids that candidates run as (one per worker slot)."""
+
+    # --- speed
+    cache_size: int = 100_000
+    """Verdicts kept by (program, tests, limits) so that identical programs run once."""
+
+    def __post_init__(self) -> None:
+        if self.workers <= 0:
+            self.workers = default_workers()
+        self.validate()
+
+    def validate(self) -> None:
+        if self.compare not in COMPARE_MODES:
+            raise UsageError(f"unknown --compare {self.compare!r}", hint="use microcoder or strict")
+        if self.reward not in REWARDS:
+            raise UsageError(f"unknown --reward {self.reward!r}", hint="use binary or fraction")
+        if not 0 < self.timeout_s <= 3600:
+            raise UsageError(f"--timeout {self.timeout_s} is out of range", hint="give seconds in (0, 3600]")
+        if self.memory_mb < 64:
+            raise UsageError(
+                f"--memory-mb {self.memory_mb} is too small for a Python process",
+                hint="give at least 64 (256 or more for real problems)",
+            )
+        if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 0:
+            raise UsageError("process, output and disk limits must be positive")
+        if not 1000 <= self.first_uid <= 2**31 - 1024:
+            raise UsageError(f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000")

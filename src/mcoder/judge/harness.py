@@ -1,0 +1,212 @@
+"""What runs inside a candidate process, after the worker forked it: enter the limits, run the
+program, report on fd 3.
+
+A stdin test runs the program as a fresh ``__main__`` module, with standard input from the test,
+in a process of its own (a fork of the warm worker, so every import the worker made is already
+there). Call and functional tests load the program once, with the names LeetCode provides in
+scope, then run the tests one after another in that one process, reporting each as it ends.
+
+Reports are JSON lines on fd 3: the worker never trusts more than their text, and a return value
+travels as its ``repr`` for the judge to rebuild with ``ast.literal_eval``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from mcoder.judge import sandbox
+
+REPORT_FD = 3
+EXIT_MEMORY = 86  # the process ran out of memory before it could report
+
+# Names LeetCode's Python environment has in scope, and its node classes.
+LEETCODE_PRELUDE = """\
+import bisect, collections, copy, functools, heapq, itertools, math, operator, random, re, string, sys
+from bisect import bisect_left, bisect_right, insort, insort_left, insort_right
+from collections import Counter, OrderedDict, defaultdict, deque, namedtuple
+from functools import cache, cmp_to_key, lru_cache, reduce
+from heapq import heapify, heappop, heappush, heappushpop, heapreplace, nlargest, nsmallest
+from itertools import (accumulate, chain, combinations, combinations_with_replacement, count, cycle,
+    groupby, islice, pairwise, permutations, product, repeat, starmap, zip_longest)
+from math import ceil, comb, factorial, floor, gcd, inf, isqrt, lcm, log, log2, perm, sqrt
+from typing import *
+
+class ListNode:
+    def __init__(self, val=0, next=None):
+        self.val = val
+        self.next = next
+
+class TreeNode:
+    def __init__(self, val=0, left=None, right=None):
+        self.val = val
+        self.left = left
+        self.right = right
+"""
+
+
+def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None:
+    """In the forked child: own session, only the test's fds, limits, the candidate's user id."""
+    os.setsid()
+    for fd, target in ((stdin_fd, 0), (out_w, 1), (err_w, 2), (res_w, REPORT_FD)):
+        os.dup2(fd, target)
+    os.closerange(REPORT_FD + 1, 1 << 16)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
+        signal.signal(sig, signal.SIG_DFL)
+    mem = spec["memory_mb"] << 20
+    sandbox.limit(resource.RLIMIT_AS, mem)
+    sandbox.limit(resource.RLIMIT_STACK, min(mem // 2, 512 << 20))  # deep recursion in main
+    sandbox.limit(resource.RLIMIT_CPU, spec["cpu_s"])
+    sandbox.limit(resource.RLIMIT_FSIZE, spec["max_disk_mb"] << 20)
+    sandbox.limit(resource.RLIMIT_NOFILE, 256)
+    sandbox.limit(resource.RLIMIT_CORE, 0)
+    if spec["uid"] is not None:
+        sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"])
+        sandbox.drop_to(spec["uid"])
+    os.chdir(spec["dir"])
+    os.environ.clear()
+    os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec["dir"], TMPDIR=spec["dir"], LANG="C.UTF-8")
+    _fresh_streams()
+    sys.argv = ["main.py"]
+
+
+def _fresh_streams() -> None:
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+                                 errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16),
+                                  encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+
+def report(**fields) -> None:
+    line = (json.dumps(fields) + "\n").encode()
+    view = memoryview(line)
+    while view:
+        view = view[os.write(REPORT_FD, view) :]
+
+
+def _describe(exc: BaseException) -> dict:
+    traceback.print_exception(exc)
+    return {"ok": False, "exc": type(exc).__name__, "mem": isinstance(exc, MemoryError)}
+
+
+class _ThreadErrors:
+    """Exceptions raised in the candidate's threads: a crash there is a crash of the program."""
+
+    def __init__(self) -> None:
+        self.first: BaseException | None = None
+        threading.excepthook = self._hook
+
+    def _hook(self, args) -> None:
+        if args.exc_type is SystemExit:
+            return
+        if self.first is None:
+            self.first = args.exc_value
+        traceback.print_exception(args.exc_value)
+
+
+def _join_threads() -> None:
+    """Wait for the program's own threads, as the interpreter does before it exits."""
+    main = threading.main_thread()
+    for t in threading.enumerate():
+        if t is not main and not t.daemon:
+            t.join()
+
+
+def _flush() -> None:
+    for stream in {id(s): s for s in (sys.stdout, sys.__stdout__, sys.stderr)}.values():
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def run_stdin(code) -> None:
+    """Run ``code`` as ``__main__`` on this process's stdin; report once and exit."""
+    errors = _ThreadErrors()
+    ns = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
+    status: dict = {"ok": True}
+    try:
+        try:
+            exec(code, ns)
+            _join_threads()
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                if not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+                status = {"ok": False, "exc": "SystemExit", "mem": False, "exit": str(e.code)[:100]}
+        except BaseException as e:  # the candidate's failure, whatever it is
+            status = _describe(e)
+        if status["ok"] and errors.first is not None:
+            status = _describe(errors.first)
+        _flush()
+        report(**status)
+    except MemoryError:
+        os._exit(EXIT_MEMORY)
+    os._exit(0)
+
+
+def load_module(code, prelude) -> dict:
+    ns = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
+    exec(prelude, ns)
+    exec(code, ns)
+    return ns
+
+
+def resolve(ns: dict, fn_name: str | None):
+    """The function under test: LeetCode's ``Solution().fn_name``, else a plain function."""
+    sol = ns.get("Solution")
+    if fn_name and isinstance(sol, type) and hasattr(sol, fn_name):
+        return getattr(sol(), fn_name)
+    if fn_name and callable(ns.get(fn_name)):
+        return ns[fn_name]
+    raise NameError(f"the program defines no function {fn_name!r} (nor a Solution method of that name)")
+
+
+def run_tests(code, prelude, kind: str, tests: list, fn_name: str | None, max_value_chars: int) -> None:
+    """Call or functional tests in this one process, one report per test; exits when done."""
+    errors = _ThreadErrors()
+    try:
+        try:
+            ns = load_module(code, prelude)
+        except BaseException as e:
+            report(i=0, **_describe(e))
+            os._exit(0)
+        for i, test in enumerate(tests):
+            t0 = time.perf_counter()
+            try:
+                fields = _one_test(ns, kind, test, fn_name, max_value_chars)
+                if errors.first is not None:
+                    fields = _describe(errors.first)
+            except BaseException as e:
+                fields = _describe(e)
+            _flush()
+            report(i=i, t=time.perf_counter() - t0, **fields)
+    except MemoryError:
+        os._exit(EXIT_MEMORY)
+    os._exit(0)
+
+
+def _one_test(ns: dict, kind: str, test, fn_name: str | None, max_value_chars: int) -> dict:
+    if kind == "call":
+        value = resolve(ns, fn_name)(*test)
+        text = repr(value)
+        if len(text) > max_value_chars:
+            return {"ok": False, "exc": "OutputLimit", "mem": False}
+        return {"ok": True, "value": text}
+    source, calls_check = test
+    scope = dict(ns)
+    exec(source, scope)
+    if not calls_check:
+        scope["check"](resolve(ns, fn_name))
+    return {"ok": True}

@@ -1,0 +1,140 @@
+"""The judge's side of the warm workers: start them, hand each a job, restart one that died.
+
+Each slot holds one worker process (``worker.py``) under its own leased user id and its own
+directory. A job is one candidate against one group of tests; the worker streams one result per
+test, and with early exit the caller answers each with go on / stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import queue
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from mcoder.errors import EnvironmentMissing
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.sandbox import UidLease
+
+_SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
+_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from mcoder.judge.worker import main; main()"
+_START_TIMEOUT_S = 60.0
+
+
+class WorkerDied(Exception):
+    """The worker process ended in the middle of a job (a bug, or a kill from outside)."""
+
+
+class Worker:
+    def __init__(self, slot: int, cfg: JudgeConfig, root: Path):
+        self.slot, self.cfg = slot, cfg
+        self.lease = None if cfg.unsafe_no_sandbox else UidLease(cfg.first_uid)
+        self.uid = self.lease.uid if self.lease else None
+        self.base = root / f"w{slot}"
+        self.base.mkdir(mode=0o711)
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        setup = {"sandbox": not self.cfg.unsafe_no_sandbox, "uid": self.uid, "base": str(self.base)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+            cwd=self.base,
+            close_fds=True,
+        )
+        kind, payload = self._recv()
+        if kind != "ready":
+            self.close()
+            raise EnvironmentMissing(
+                f"a judge worker could not enter the sandbox: {payload}",
+                hint="the sandbox needs root with network namespaces and Landlock; "
+                "pass --unsafe-no-sandbox only where something else isolates the judge",
+            )
+
+    def run(self, job: dict, on_result: Callable[[dict], bool]) -> None:
+        """Send ``job``; call ``on_result`` per test result (its answer: go on or stop)."""
+        try:
+            self._send(job)
+            while True:
+                kind, payload = self._recv()
+                if kind == "done":
+                    return
+                go_on = on_result(payload)
+                if job["early_exit"]:
+                    self._send(go_on)
+        except (WorkerDied, BrokenPipeError, OSError) as e:
+            self.restart()
+            raise WorkerDied(str(e)) from None
+
+    def restart(self) -> None:
+        self.close(keep_lease=True)
+        self.start()
+
+    def _send(self, obj) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+        self.proc.stdin.flush()
+
+    def _recv(self):
+        head = self.proc.stdout.read(4)
+        if len(head) < 4:
+            raise WorkerDied(f"judge worker {self.slot} exited (code {self.proc.poll()})")
+        (n,) = struct.unpack("<I", head)
+        return pickle.loads(self.proc.stdout.read(n))
+
+    def close(self, keep_lease: bool = False) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc.stdout.close()
+            self.proc = None
+        if not keep_lease and self.lease is not None:
+            self.lease.release()
+
+
+class Pool:
+    """``workers`` warm workers; ``acquire`` hands out a free one."""
+
+    def __init__(self, cfg: JudgeConfig):
+        self.root = Path(tempfile.mkdtemp(prefix="mcoder-judge-"))
+        os.chmod(self.root, 0o711)  # candidates reach only their own folder below
+        self.workers: list[Worker] = []
+        self.free: queue.Queue[Worker] = queue.Queue()
+        try:
+            for slot in range(cfg.workers):
+                w = Worker(slot, cfg, self.root)
+                self.workers.append(w)
+                self.free.put(w)
+        except BaseException:
+            self.close()
+            raise
+
+    @contextlib.contextmanager
+    def acquire(self):
+        w = self.free.get()
+        try:
+            yield w
+        finally:
+            self.free.put(w)
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.workers.clear()
+        shutil.rmtree(self.root, ignore_errors=True)

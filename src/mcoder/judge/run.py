@@ -1,0 +1,340 @@
+"""Judge rollouts: extract each program, run it against its problem's tests in the warm pool,
+compare, and turn the outcome into a Verdict.
+
+The library entry point the training loop uses::
+
+    with Judge(JudgeConfig()) as judge:
+        verdicts = judge.judge(problems_by_id, rollouts)
+
+Comparison happens here, in the judge process, one test at a time as results stream back, so
+that early exit stops a candidate at its first wrong answer and no expected output ever enters a
+process a candidate is forked from.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import marshal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcoder.errors import DataError
+from mcoder.judge import sandbox
+from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
+from mcoder.judge.compare import compare_output, compare_value
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.extract import compile_program, extract_code
+from mcoder.judge.pool import Pool, WorkerDied
+from mcoder.records import Problem, Rollout, Test, Verdict
+
+SHOWN_CHARS = 1000  # of input, expected and got in first_failure
+MAX_LITERAL_CHARS = 1 << 20  # a return value's repr longer than this is not parsed
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What running a program against a problem's tests found (the cacheable part of a verdict)."""
+
+    status: str
+    tests_passed: int
+    tests_total: int
+    first_failure: dict[str, Any] | None = None
+    matched_by: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A problem's tests in the form the worker and the comparators want, built once per problem."""
+
+    groups: list[tuple[str, list[int], list[Any]]]  # (kind, test indexes, worker payload per test)
+    expected_values: dict[int, Any]
+    digest: str
+
+
+class Judge:
+    """A warm pool of sandboxed workers, reusable across ``judge`` calls."""
+
+    def __init__(self, cfg: JudgeConfig | None = None):
+        self.cfg = cfg or JudgeConfig()
+        if not self.cfg.unsafe_no_sandbox:
+            sandbox.check_isolation()
+        self.cache = ResultCache(self.cfg.cache_size)
+        self._limits = limits_key(self.cfg)
+        self._prepared: dict[int, tuple[Problem, _Prepared]] = {}
+        self.pool: Pool | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> Judge:
+        self.pool = Pool(self.cfg)
+        self._executor = ThreadPoolExecutor(self.cfg.workers, thread_name_prefix="judge")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    # ------------------------------------------------------------------ public
+
+    def judge(
+        self,
+        problems_by_id: dict[str, Problem],
+        rollouts: list[Rollout],
+        on_verdict: Callable[[int, Verdict], None] | None = None,
+    ) -> list[Verdict]:
+        """A verdict per rollout, in order. ``on_verdict(index, verdict)`` is called as each is
+        ready (from worker threads, one call at a time)."""
+        if self.pool is None:
+            raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
+        verdicts: list[Verdict | None] = [None] * len(rollouts)
+        lock = threading.Lock()
+
+        def deliver(i: int, outcome: Outcome, cached: bool) -> None:
+            v = self._verdict(rollouts[i], outcome, cached)
+            with lock:
+                verdicts[i] = v
+                if on_verdict is not None:
+                    on_verdict(i, v)
+
+        waiting: dict[str, list[int]] = {}  # cache key -> rollouts that wait for that one run
+        runs = []
+        for i, r in enumerate(rollouts):
+            problem = problems_by_id.get(r.problem_id)
+            if problem is None:
+                raise DataError(f"rollout {r.id!r}: no problem with id {r.problem_id!r}", field="problem_id",
+                                hint="pass the problems file the rollouts were made from")
+            code, quick = self._program(problem, r.completion)
+            if quick is not None:
+                deliver(i, quick, False)
+                continue
+            prep = self._prepare(problem)
+            key = cache_key(code, prep.digest, self._limits)
+            hit = self.cache.get(key)
+            if hit is not None:
+                deliver(i, hit, True)
+            elif key in waiting:
+                waiting[key].append(i)
+            else:
+                waiting[key] = [i]
+                runs.append((key, code, problem, prep))
+
+        def run(key: str, code: str, problem: Problem, prep: _Prepared) -> None:
+            outcome = self._run(code, problem, prep)
+            self.cache.put(key, outcome)
+            first, *rest = waiting[key]
+            deliver(first, outcome, False)
+            for i in rest:
+                deliver(i, outcome, True)
+
+        futures = [self._executor.submit(run, *args) for args in runs]
+        for f in futures:
+            f.result()
+        return verdicts  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ steps
+
+    def _program(self, problem: Problem, completion: str) -> tuple[str | None, Outcome | None]:
+        """The program, or the outcome that needs no run (no code, compile error, no tests)."""
+        n = len(problem.tests)
+        code = extract_code(completion)
+        if code is None:
+            return None, Outcome("no_code", 0, n, {"reason": "no code block or Python code in the completion"})
+        compiled, error = compile_program(code)
+        if compiled is None:
+            return None, Outcome("compile_error", 0, n, {"reason": error})
+        if n == 0:  # nothing can show the program right: never a pass
+            return None, Outcome("wrong_answer", 0, 0, {"reason": "the problem has no tests"})
+        return code, None
+
+    def _prepare(self, problem: Problem) -> _Prepared:
+        entry = self._prepared.get(id(problem))
+        if entry is not None and entry[0] is problem:
+            return entry[1]
+        prep = prepare_tests(problem)
+        if len(self._prepared) > 10_000:
+            self._prepared.clear()
+        self._prepared[id(problem)] = (problem, prep)
+        return prep
+
+    def _run(self, code: str, problem: Problem, prep: _Prepared) -> Outcome:
+        t0 = time.monotonic()
+        grader = _Grader(problem, prep, self.cfg)
+        compiled = marshal.dumps(compile(code, "main.py", "exec", dont_inherit=True))
+        limits = {
+            "timeout_s": self.cfg.timeout_s,
+            "memory_mb": self.cfg.memory_mb,
+            "max_processes": self.cfg.max_processes,
+            "max_output_bytes": int(self.cfg.max_output_mb * (1 << 20)),
+            "max_disk_mb": self.cfg.max_disk_mb,
+        }
+        with self.pool.acquire() as worker:
+            for kind, indexes, payload in prep.groups:
+                job = {"kind": kind, "code": compiled, "source": code, "fn_name": problem.fn_name,
+                       "limits": limits, "early_exit": self.cfg.early_exit}
+                job["inputs" if kind == "stdin" else "tests"] = payload
+                try:
+                    worker.run(job, lambda res, idx=indexes: grader.take(idx[res["i"]], res))
+                except WorkerDied as e:
+                    grader.worker_died(indexes, str(e))
+                if grader.stopped:
+                    break
+        return grader.outcome(time.monotonic() - t0)
+
+    def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:
+        passed = o.status == "accepted"
+        if self.cfg.reward == "binary":
+            reward = 1.0 if passed else 0.0
+        else:
+            reward = o.tests_passed / o.tests_total if o.tests_total else 0.0
+        return Verdict(
+            rollout_id=r.id, problem_id=r.problem_id, reward=reward, passed=passed, status=o.status,
+            tests_passed=o.tests_passed, tests_total=o.tests_total, first_failure=o.first_failure,
+            matched_by=list(o.matched_by), elapsed_s=0.0 if cached else round(o.elapsed_s, 6), cached=cached,
+        )
+
+
+class _Grader:
+    """Compares results as they stream in and keeps the tally of one run."""
+
+    def __init__(self, problem: Problem, prep: _Prepared, cfg: JudgeConfig):
+        self.problem, self.prep, self.cfg = problem, prep, cfg
+        self.passed, self.matched = 0, []
+        self.status = "accepted"
+        self.first_failure: dict[str, Any] | None = None
+        self.stopped = False
+        self.graded: set[int] = set()
+
+    def take(self, index: int, res: dict) -> bool:
+        """Grade test ``index``; whether the worker should go on."""
+        test = self.problem.tests[index]
+        self.graded.add(index)
+        got = None
+        if res["status"] == "ok":
+            rule, got = self._compare(index, test, res)
+            if rule is not None:
+                self.passed += 1
+                self.matched.append(rule)
+                return True
+            status = "wrong_answer"
+        else:
+            status = res["status"]
+        if self.first_failure is None:
+            self.status = status
+            self.first_failure = {
+                "index": index,
+                "input": _shown(test.input),
+                "expected": _shown(test.output),
+                "got": _shown(got) if got is not None else None,
+                "stderr": (res.get("stderr") or "")[-SHOWN_CHARS:],
+                "detail": res.get("detail"),
+            }
+        if self.cfg.early_exit:
+            self.stopped = True
+            return False
+        return True
+
+    def _compare(self, index: int, test: Test, res: dict) -> tuple[str | None, str]:
+        mode = self.cfg.compare
+        if test.kind == "stdin":
+            got = res.get("stdout") or ""
+            return compare_output(test.output, got, mode), got
+        if test.kind == "functional":
+            return "check_passed", ""
+        text = res.get("value") or ""
+        value, ok = literal_value(text)
+        if not ok:
+            return None, text
+        return compare_value(self.prep.expected_values[index], value, mode), text
+
+    def worker_died(self, indexes: list[int], why: str) -> None:
+        for i in [i for i in indexes if i not in self.graded]:
+            if not self.take(i, {"status": "runtime_error", "detail": f"judge worker died: {why}"}):
+                return
+
+    def outcome(self, elapsed: float) -> Outcome:
+        return Outcome(self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed)
+
+
+def literal_value(text: str) -> tuple[Any, bool]:
+    """The value a return value's repr stands for, never by eval; (None, False) if it is not a literal."""
+    if len(text) > MAX_LITERAL_CHARS:
+        return None, False
+    if text in ("inf", "-inf", "nan"):
+        return float(text), True
+    if text == "set()":
+        return set(), True
+    try:
+        return ast.literal_eval(text), True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None, False
+
+
+def prepare_tests(problem: Problem) -> _Prepared:
+    """Group the tests by kind (in order) and pre-parse what the worker and comparators need."""
+    groups: list[tuple[str, list[int], list[Any]]] = []
+    expected: dict[int, Any] = {}
+    for i, t in enumerate(problem.tests):
+        if not groups or groups[-1][0] != t.kind:
+            groups.append((t.kind, [], []))
+        kind, idx, payload = groups[-1]
+        idx.append(i)
+        if kind == "stdin":
+            payload.append(t.input.encode("utf-8", "surrogateescape"))
+        elif kind == "call":
+            payload.append(_call_args(problem, i, t))
+            expected[i] = _json(problem, i, "output", t.output)
+        else:
+            payload.append((t.input, _calls_check(problem, i, t.input)))
+    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name))
+
+
+def _call_args(problem: Problem, i: int, t: Test) -> list[Any]:
+    if not problem.fn_name:
+        raise DataError(f"problem {problem.id!r} has call tests but no fn_name", field="fn_name")
+    return [_json(problem, i, "input", line) for line in t.input.split("\n") if line.strip()]
+
+
+def _json(problem: Problem, i: int, part: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise DataError(f"problem {problem.id!r}: test {i} {part} is not JSON: {text[:80]!r}",
+                        field=f"tests[{i}].{part}") from None
+
+
+def _calls_check(problem: Problem, i: int, source: str) -> bool:
+    """Whether a functional test's source calls check() itself (LeetCode sets) or leaves it to us."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise DataError(f"problem {problem.id!r}: test {i} is not valid Python ({e.msg})",
+                        field=f"tests[{i}].input") from None
+    defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
+    calls = any(
+        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name) and n.value.func.id == "check"
+        for n in tree.body
+    )
+    if not defines and not calls:
+        raise DataError(f"problem {problem.id!r}: functional test {i} defines no check(candidate)",
+                        field=f"tests[{i}].input")
+    if not calls and not problem.fn_name:
+        raise DataError(f"problem {problem.id!r}: functional test {i} needs the problem's fn_name",
+                        field="fn_name")
+    return calls
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
