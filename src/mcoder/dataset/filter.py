@@ -27,7 +27,7 @@ class FilterConfig:
     """What the filter stage removes. The defaults drop only special-judge and test-less problems."""
 
     after: str | None = None
-    """Keep problems dated strictly after this day (YYYY-MM-DD); undated problems are removed."""
+    """Keep problems dated on or after this day (YYYY-MM-DD); undated problems are removed."""
     min_tests: int = 1
     """Remove problems with fewer tests than this."""
     min_chars: int = 0
@@ -107,7 +107,7 @@ def freshness(problems: Sequence[Problem], after: str) -> tuple[list[Problem], S
         if not p.date:
             return "no_date", {}
         # Dates may carry a time ("2023-08-21T00:00:00"): the day is what counts.
-        return None if p.date[:10] > after else ("too_old", {"date": p.date[:10]})
+        return None if p.date[:10] >= after else ("too_old", {"date": p.date[:10]})
 
     kept, result = _per_problem("freshness", problems, check)
     result.notes = {"after": after}

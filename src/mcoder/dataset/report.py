@@ -84,15 +84,23 @@ def summarize(problems: Iterable[Problem]) -> dict[str, Any]:
 def build_report(
     inputs: Sequence[str], stages: Sequence[StageResult], before: dict[str, Any], after: dict[str, Any]
 ) -> dict[str, Any]:
-    """The whole report as JSON-ready data; ``accounted`` checks in = out + removed."""
+    """The whole report as JSON-ready data.
+
+    ``before`` and ``after`` are ``summarize`` of the problems entering the first problem-level
+    stage and of the output. ``accounted`` checks the chain: each stage lets out what it took in
+    minus what it removed, each stage takes in what the one before let out, and the last lets out
+    the output; so every input problem is either in the output or listed as a removal.
+    """
     removed = sum(len(s.removals) for s in stages)
+    problems_in = stages[0].n_in if stages else before["problems"]
     chain_ok = all(s.n_in - len(s.removals) == s.n_out for s in stages)
+    linked = all(a.n_out == b.n_in for a, b in zip(stages, stages[1:]))
     return {
         "inputs": [str(i) for i in inputs],
-        "problems_in": before["problems"],
+        "problems_in": problems_in,
         "problems_out": after["problems"],
         "removed": removed,
-        "accounted": chain_ok and before["problems"] - removed == after["problems"],
+        "accounted": chain_ok and linked and problems_in - removed == after["problems"],
         "stages": [
             {
                 "name": s.name,

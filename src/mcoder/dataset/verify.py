@@ -1,0 +1,251 @@
+"""The verify stage: run the reference solutions through the judge and trust only what they pass.
+
+Each reference runs on each test alone (a one-test copy of the problem), ``runs`` times, in
+separate judge calls with the execution cache off, so every run really executes. Then per problem:
+
+- a test that some reference passes in every run is kept; a test no reference passes is dropped
+  (wrong expected output in the source, usually); a test whose verdict changes between runs of
+  one reference is flaky and dropped too;
+- the problem is kept when one reference passes every kept test; when more than
+  ``max_drop_fraction`` of the tests would go, the reference is the likelier culprit (or the
+  harness does not fit it), so the problem is removed instead;
+- references that pass different tests are flagged (``meta["references_disagree"]``);
+- ``meta["ref_time_s"]`` holds, per kept test, the time of the fastest passing reference (its
+  slowest run), rounded up to a 1-2-5 step so that reruns give the same bytes; a time limit of
+  max(1 s, 3 x that) is then safe.
+
+A reference that runs past the judge's time limit is stopped by the judge (``time_limit``) and
+reported in the notes; nothing waits on it. Problems without reference solutions pass through
+unverified (``meta["verified"] = False``) unless ``require_reference`` is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mcoder.dataset.report import Removal, StageResult
+from mcoder.errors import UsageError
+from mcoder.records import Problem, Rollout, Verdict
+
+CHUNK_PROBLEMS = 64  # problems judged per batch: bounds memory and keeps the progress bar moving
+
+
+@dataclass
+class VerifyConfig:
+    """How references are run and what their results remove."""
+
+    runs: int = 3
+    """Runs of each reference on each test; a verdict that changes between runs marks the test flaky."""
+    timeout_s: float = 10.0
+    """Time limit of one reference on one test, in seconds."""
+    memory_mb: int = 2048
+    """Memory limit of a reference process, in MiB."""
+    workers: int = 0
+    """Judge workers (0 = one per core)."""
+    max_drop_fraction: float = 0.5
+    """Remove a problem, rather than drop its tests, when more than this share of its tests fail."""
+    min_tests: int = 1
+    """Remove a problem left with fewer tests than this after dropping."""
+    require_reference: bool = False
+    """Remove problems that have no reference solution (default: keep them, marked unverified)."""
+    unsafe_no_sandbox: bool = False
+    """Run references without the judge's sandbox (only where something else isolates them)."""
+
+    def __post_init__(self) -> None:
+        if self.runs < 1:
+            raise UsageError(f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests")
+        if not 0.0 <= self.max_drop_fraction <= 1.0:
+            raise UsageError(f"max_drop_fraction must be in [0, 1], got {self.max_drop_fraction}")
+
+    def judge_config(self):
+        from mcoder.judge.config import JudgeConfig
+
+        return JudgeConfig(
+            workers=self.workers, timeout_s=self.timeout_s, memory_mb=self.memory_mb, early_exit=True,
+            cache_size=0, unsafe_no_sandbox=self.unsafe_no_sandbox,
+        )
+
+
+@dataclass
+class _Cell:
+    """One reference on one test, over the runs."""
+
+    passed: list[bool] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+
+def fenced(code: str) -> str:
+    """A reference as a completion the judge extracts unchanged."""
+    return code if "```" in code else f"```python\n{code}\n```"
+
+
+def _jobs(problems: Sequence[Problem]) -> tuple[dict[str, Problem], list[Rollout]]:
+    """One-test copies of each problem, and a rollout per (reference, test)."""
+    subs: dict[str, Problem] = {}
+    rollouts = []
+    for p in problems:
+        for j, test in enumerate(p.tests):
+            sub_id = f"{p.id}#t{j}"
+            subs[sub_id] = dataclasses.replace(p, id=sub_id, tests=[test])
+            for r, code in enumerate(p.reference_solutions):
+                rollouts.append(Rollout(id=f"{p.id}#r{r}#t{j}", problem_id=sub_id, completion=fenced(code)))
+    return subs, rollouts
+
+
+def step_up(seconds: float) -> float:
+    """The smallest 1-2-5 step (0.01, 0.02, 0.05, 0.1, ...) at or above ``seconds``."""
+    if seconds <= 0.01:
+        return 0.01
+    exp = math.floor(math.log10(seconds))
+    for m in (1, 2, 5, 10):
+        step = round(m * 10.0**exp, 6)
+        if step >= seconds - 1e-12:
+            return step
+    return round(10.0 ** (exp + 1), 6)
+
+
+# ---------------------------------------------------------------- deciding, per problem
+
+
+@dataclass
+class Decision:
+    """What the reference runs say about one problem."""
+
+    problem: Problem | None  # the kept problem (tests dropped, meta filled), or None
+    removal: Removal | None
+    dropped: list[dict] = field(default_factory=list)  # {"id", "test", "why"}
+    timeouts: list[dict] = field(default_factory=list)  # {"id", "reference", "test", "runs"}
+    disagree: bool = False
+
+
+def decide(p: Problem, cells: dict[tuple[int, int], _Cell], cfg: VerifyConfig) -> Decision:
+    """Keep, trim or remove ``p`` given ``cells[(reference, test)]``."""
+    refs, tests = range(len(p.reference_solutions)), range(len(p.tests))
+    timeouts = [
+        {"id": p.id, "reference": r, "test": t, "runs": cells[r, t].statuses.count("time_limit")}
+        for r in refs for t in tests if "time_limit" in cells[r, t].statuses
+    ]
+    flaky = {t for t in tests if any(len(set(cells[r, t].passed)) > 1 for r in refs)}
+    good = [t for t in tests if t not in flaky and any(all(cells[r, t].passed) for r in refs)]
+    dropped = [{"id": p.id, "test": t, "why": "flaky" if t in flaky else "no_reference_passes"}
+               for t in tests if t not in good]
+    out = Decision(None, None, dropped, timeouts)
+    patterns = {tuple(all(cells[r, t].passed) for t in tests) for r in refs}
+    out.disagree = len(patterns) > 1
+    statuses = sorted({s for r in refs for t in tests for s in cells[r, t].statuses if s != "accepted"})
+    if not good:
+        out.removal = Removal(p.id, "verify", "reference_fails_all_tests", {"statuses": statuses})
+    elif len(tests) - len(good) > cfg.max_drop_fraction * len(tests):
+        detail = {"tests": len(tests), "failing": len(tests) - len(good), "statuses": statuses}
+        out.removal = Removal(p.id, "verify", "reference_fails_most_tests", detail)
+    elif not any(all(all(cells[r, t].passed) for t in good) for r in refs):
+        out.removal = Removal(p.id, "verify", "no_reference_passes_all", {"statuses": statuses})
+    elif len(good) < cfg.min_tests:
+        out.removal = Removal(p.id, "verify", "too_few_tests_after_verify", {"tests": len(good)})
+    else:
+        out.problem = _trimmed(p, cells, good, out)
+    return out
+
+
+def _trimmed(p: Problem, cells: dict[tuple[int, int], _Cell], good: list[int], d: Decision) -> Problem:
+    refs = range(len(p.reference_solutions))
+    passing = [r for r in refs if all(all(cells[r, t].passed) for t in good)]
+    # The fastest passing reference bounds what a time limit must allow; its slowest run counts.
+    ref_time = [step_up(min(max(cells[r, t].seconds) for r in passing)) for t in good]
+    meta = {**p.meta, "verified": True, "ref_time_s": ref_time}
+    if d.dropped:
+        meta["verify_dropped_tests"] = [{"test": x["test"], "why": x["why"]} for x in d.dropped]
+    if d.disagree:
+        meta["references_disagree"] = True
+    return dataclasses.replace(p, tests=[p.tests[t] for t in good], meta=meta)
+
+
+# ---------------------------------------------------------------- running
+
+
+def _run_chunk(judge, chunk: Sequence[Problem], cfg: VerifyConfig, advance) -> dict[str, dict]:
+    """cells[problem id][(reference, test)] over ``cfg.runs`` separate judge calls."""
+    subs, rollouts = _jobs(chunk)
+    cells: dict[str, dict[tuple[int, int], _Cell]] = {p.id: {} for p in chunk}
+    for _ in range(cfg.runs):
+        for r, v in zip(rollouts, judge.judge(subs, rollouts, lambda i, v: advance()), strict=True):
+            pid, ref, test = r.id.rsplit("#", 2)
+            cell = cells[pid].setdefault((int(ref[1:]), int(test[1:])), _Cell())
+            _record(cell, v)
+    return cells
+
+
+def _record(cell: _Cell, v: Verdict) -> None:
+    cell.passed.append(v.passed)
+    cell.statuses.append(v.status)
+    cell.seconds.append(v.elapsed_s)
+
+
+def verify(problems: Sequence[Problem], cfg: VerifyConfig, judge=None) -> tuple[list[Problem], StageResult]:
+    """Verify ``problems`` with their references; ``judge`` (an open ``Judge``) is made if None."""
+    from mcoder.console import progress
+
+    checked = [p for p in problems if p.reference_solutions and p.tests]
+    total = cfg.runs * sum(len(p.tests) * len(p.reference_solutions) for p in checked)
+    decisions: dict[str, Decision] = {}
+    with _open_judge(judge, cfg) as j, progress() as bar:
+        task = bar.add_task("verify", total=total)
+        for start in range(0, len(checked), CHUNK_PROBLEMS):
+            chunk = checked[start : start + CHUNK_PROBLEMS]
+            cells = _run_chunk(j, chunk, cfg, lambda: bar.advance(task))
+            decisions.update((p.id, decide(p, cells[p.id], cfg)) for p in chunk)
+    return _collect(problems, decisions, cfg)
+
+
+class _open_judge:
+    """The given judge as is, or a new one closed afterwards."""
+
+    def __init__(self, judge, cfg: VerifyConfig):
+        self.given, self.cfg, self.made = judge, cfg, None
+
+    def __enter__(self):
+        if self.given is not None:
+            return self.given
+        from mcoder.judge.run import Judge
+
+        self.made = Judge(self.cfg.judge_config()).__enter__()
+        return self.made
+
+    def __exit__(self, *exc) -> None:
+        if self.made is not None:
+            self.made.__exit__(*exc)
+
+
+def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: VerifyConfig):
+    kept, removals, unverified = [], [], 0
+    for p in problems:
+        d = decisions.get(p.id)
+        if d is not None:
+            if d.removal is not None:
+                removals.append(d.removal)
+            else:
+                kept.append(d.problem)
+        elif not p.tests:
+            removals.append(Removal(p.id, "verify", "no_tests"))
+        elif cfg.require_reference:
+            removals.append(Removal(p.id, "verify", "no_reference"))
+        else:
+            unverified += 1
+            kept.append(dataclasses.replace(p, meta={**p.meta, "verified": False}))
+    ds = [decisions[k] for k in sorted(decisions)]
+    notes = {
+        "runs": cfg.runs,
+        "timeout_s": cfg.timeout_s,
+        "verified": sum(d.problem is not None for d in ds),
+        "unverified_no_reference": unverified,
+        "tests_dropped": sum(len(d.dropped) for d in ds if d.problem is not None),
+        "flaky_tests": sum(x["why"] == "flaky" for d in ds for x in d.dropped),
+        "dropped_tests": [x for d in ds if d.problem is not None for x in d.dropped],
+        "references_disagree": [k for k in sorted(decisions) if decisions[k].disagree],
+        "reference_timeouts": [x for d in ds for x in d.timeouts],
+    }
+    return kept, StageResult("verify", len(problems), len(kept), removals, notes=notes)
