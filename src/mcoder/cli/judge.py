@@ -1,0 +1,48 @@
+"""``mcoder judge``: run each rollout's program in the sandbox against its problem's tests."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mcoder.cli.common import OutPath, Overwrite, ProblemsPath, Quiet, RolloutsPath, apply_quiet, guarded
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("judge")
+    @guarded
+    def judge(
+        problems: ProblemsPath,
+        rollouts: RolloutsPath,
+        out: OutPath,
+        workers: Annotated[int, typer.Option("--workers", "-w", help="Candidates run at once (0 = one per core).")] = 0,
+        timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock (and CPU) limit per test, seconds.")] = 6.0,
+        memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory (address space) limit, MiB.")] = 1024,
+        compare: Annotated[
+            str, typer.Option("--compare", help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules).")
+        ] = "microcoder",
+        reward: Annotated[str, typer.Option("--reward", help="binary (all tests pass) or fraction (share passed).")] = "binary",
+        shard: Annotated[str | None, typer.Option("--shard", help="Judge only shard i of n (i/n, by rollout id).")] = None,
+        no_early_exit: Annotated[
+            bool, typer.Option("--no-early-exit", help="Run every test even after a failure (for --reward fraction).")
+        ] = False,
+        unsafe_no_sandbox: Annotated[
+            bool,
+            typer.Option("--unsafe-no-sandbox", help="Run candidates without isolation: only inside a VM or container "
+                                                     "that isolates the judge already."),
+        ] = False,
+        overwrite: Overwrite = False,
+        quiet: Quiet = False,
+    ) -> None:
+        """Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout."""
+        from mcoder.console import emit
+        from mcoder.judge.config import JudgeConfig
+        from mcoder.judge.stage import Shard, judge_files
+
+        apply_quiet(quiet)
+        cfg = JudgeConfig(workers=workers, timeout_s=timeout, memory_mb=memory_mb, compare=compare, reward=reward,
+                          early_exit=not no_early_exit, unsafe_no_sandbox=unsafe_no_sandbox)
+        judge_files(cfg, problems, rollouts, out, Shard.parse(shard), overwrite=overwrite)
+        if str(out) != "-":
+            emit(str(out))
