@@ -1,0 +1,79 @@
+"""`mcoder rollout`: sample G completions per problem with the hf or vLLM engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mcoder.cli.common import ModelPath, OutPath, Overwrite, ProblemsPath, Quiet, Seed, apply_quiet, guarded
+from mcoder.console import emit
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rollout", help="Sample G completions per problem (token ids, log-probs, finish reasons).")(rollout)
+
+
+@guarded
+def rollout(
+    problems: ProblemsPath,
+    model: ModelPath,
+    out: OutPath,
+    n: Annotated[int, typer.Option("--n", "-n", help="Samples per problem (the group size G).")] = 8,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most completion tokens per sample.")] = 1024,
+    temperature: Annotated[
+        Optional[str],
+        typer.Option("--temperature", "-t", help="A number (default 1.0), or 'auto': choose from measured diversity."),
+    ] = None,
+    temperature_schedule: Annotated[
+        Optional[str],
+        typer.Option("--temperature-schedule", help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'."),
+    ] = None,
+    step: Annotated[int, typer.Option("--step", help="Training step whose schedule stage applies.")] = 0,
+    diversity_target: Annotated[
+        Optional[float],
+        typer.Option("--diversity-target", help="With --temperature auto: diversity the chosen T must reach."),
+    ] = None,
+    temperature_candidates: Annotated[
+        Optional[str],
+        typer.Option("--temperature-candidates", help="With --temperature auto: START:STOP:STEP or a,b,c."),
+    ] = None,
+    probe_problems: Annotated[
+        int, typer.Option("--probe-problems", help="With --temperature auto: problems probed per candidate.")
+    ] = 16,
+    diversity_measure: Annotated[
+        str, typer.Option("--diversity-measure", help="With --temperature auto: lexical or program.")
+    ] = "lexical",
+    engine: Annotated[str, typer.Option("--engine", help="auto (vLLM when installed, else hf), hf or vllm.")] = "auto",
+    adapter: Annotated[
+        Optional[Path], typer.Option("--adapter", help="PEFT LoRA adapter folder applied to the model.")
+    ] = None,
+    seed: Seed = 0,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows (problem x sample) per engine call.")] = 32,
+    top_k: Annotated[int, typer.Option("--top-k", help="Top-k filtering (0: off).")] = 0,
+    top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass (1.0: off).")] = 1.0,
+    policy_version: Annotated[
+        int, typer.Option("--policy-version", help="Policy version recorded in each rollout and its id.")
+    ] = 0,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Use only the first N problems.")] = None,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
+) -> None:
+    from mcoder.rollout.config import RolloutConfig
+    from mcoder.rollout.run import run_rollout
+    from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, parse_candidates
+
+    apply_quiet(quiet)
+    cfg = RolloutConfig(
+        problems=problems, model=model, out=out, adapter=adapter, limit=limit, overwrite=overwrite,
+        n=n, max_tokens=max_tokens, temperature=temperature, temperature_schedule=temperature_schedule,
+        step=step, top_k=top_k, top_p=top_p, seed=seed, policy_version=policy_version,
+        diversity_target=DEFAULT_TARGET if diversity_target is None else diversity_target,
+        temperature_candidates=parse_candidates(temperature_candidates) if temperature_candidates else DEFAULT_CANDIDATES,
+        probe_problems=probe_problems, diversity_measure=diversity_measure,
+        engine=engine, batch_size=batch_size, quiet=quiet,
+    )
+    summary = run_rollout(cfg)
+    if str(out) != "-":
+        emit(summary.out)

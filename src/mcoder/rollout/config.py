@@ -1,0 +1,99 @@
+"""The rollout stage's configuration: one field per flag, validated with hints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcoder.errors import UsageError
+from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, TemperatureSchedule
+
+
+@dataclass
+class RolloutConfig:
+    # -- inputs and outputs
+    problems: Path
+    """Problems JSONL ('-' for stdin)."""
+    model: str
+    """Model folder in transformers format (weights, config, tokenizer with a chat template)."""
+    out: Path
+    """Rollouts JSONL ('-' for stdout); resumed when an unfinished run left OUT.part."""
+    adapter: Path | None = None
+    """PEFT LoRA adapter folder: attached in hf, hot-loaded per request in vLLM."""
+    limit: int | None = None
+    """Use only the first N problems."""
+    overwrite: bool = False
+    """Start over instead of resuming."""
+
+    # -- sampling
+    n: int = 8
+    """Samples per problem (GRPO's group size G)."""
+    max_tokens: int = 1024
+    """Most completion tokens; a sample cut here has finish_reason 'length'."""
+    temperature: str | None = None
+    """Sampling temperature: a number (default 1.0), or 'auto' to choose it from measured diversity."""
+    temperature_schedule: str | None = None
+    """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
+    step: int = 0
+    """Training step whose stage of --temperature-schedule applies."""
+    top_k: int = 0
+    """Keep only the k likeliest tokens (0: off; plain temperature sampling)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0: off)."""
+    seed: int = 0
+    """Run seed; each problem's samples are seeded from it and the problem id."""
+    policy_version: int = 0
+    """Policy version written into each record and its id (the trainer's step)."""
+
+    # -- temperature selection (--temperature auto)
+    diversity_target: float = DEFAULT_TARGET
+    """Smallest mean group diversity the chosen temperature must reach."""
+    temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
+    """Temperatures probed, lowest first."""
+    probe_problems: int = 16
+    """Problems sampled at each candidate temperature."""
+    diversity_measure: str = "lexical"
+    """Diversity measure for selection: lexical or program."""
+
+    # -- engine
+    engine: str = "auto"
+    """auto (vLLM when installed, else hf), hf or vllm."""
+    batch_size: int = 32
+    """hf: rows (problem x sample) decoded together; problems handed to the engine per call."""
+    quiet: bool = False
+    """No progress bar or tables."""
+
+    def validate(self) -> RolloutConfig:
+        if self.n < 1:
+            raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
+        if self.max_tokens < 1:
+            raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size {self.batch_size} must be positive")
+        if self.limit is not None and self.limit < 0:
+            raise UsageError(f"--limit {self.limit} must be >= 0")
+        if self.engine not in ("auto", "hf", "vllm"):
+            raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
+        if not 0 < self.top_p <= 1 or self.top_k < 0:
+            raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
+        if self.temperature_schedule is not None:
+            if self.temperature is not None:
+                raise UsageError("--temperature and --temperature-schedule both given", hint="pass one of them")
+            TemperatureSchedule.parse(self.temperature_schedule)
+        elif self.temperature != "auto":
+            self.fixed_temperature()
+        if self.temperature == "auto" and self.n < 2:
+            raise UsageError("--temperature auto measures diversity within groups", hint="pass --n 2 or more")
+        return self
+
+    def fixed_temperature(self) -> float:
+        """The temperature when it is neither 'auto' nor scheduled."""
+        if self.temperature is None:
+            return 1.0
+        try:
+            t = float(self.temperature)
+        except ValueError:
+            raise UsageError(f"--temperature {self.temperature!r}: not a number", hint="a number >= 0, or auto") from None
+        if t < 0:
+            raise UsageError(f"--temperature {t} is negative", hint="0 is greedy; sampling uses > 0")
+        return t

@@ -1,0 +1,165 @@
+"""The transformers engine: batched sampling from an in-memory model, on CPU or one GPU.
+
+mcoder runs its own sampling loop over the model's KV cache instead of ``model.generate``: the
+loop is short, and it makes three guarantees that the trainer relies on and that generate's
+logits processors make hard to audit:
+
+- the recorded log-prob of each token is log_softmax(logits / T) of exactly the distribution it
+  was drawn from (plain temperature sampling; top-k / top-p only when asked for);
+- each row (one sample of one prompt) has its own random generator, seeded from the prompt's
+  seed and the sample index, so a sample does not depend on what else was in its batch;
+- prompts are left-padded with real attention masks and position ids that skip the padding,
+  so a padded row computes the same logits as the prompt alone (within float rounding).
+
+The model may be the trainer's live policy (a PeftModel whose weights change between calls):
+each call switches it to eval mode under no_grad and restores its mode afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from mcoder.rollout.engines.base import Sample, decode, derive_seed, prompt_seeds
+
+
+class HFEngine:
+    """Sample from a transformers causal LM held in memory.
+
+    ``batch_size`` is the number of rows (prompt x sample) decoded together.
+    ``top_k`` 0 and ``top_p`` 1.0 mean off (plain temperature sampling).
+    """
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 32, top_k: int = 0, top_p: float = 1.0):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.top_k = top_k
+        self.top_p = top_p
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.eos_ids = _eos_ids(model, tokenizer)
+
+    def generate(
+        self,
+        prompt_ids: list[list[int]],
+        *,
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        seed: int | Sequence[int],
+    ) -> list[list[Sample]]:
+        seeds = prompt_seeds(seed, len(prompt_ids))
+        rows = [(p, derive_seed(s, j)) for p, s in zip(prompt_ids, seeds) for j in range(n)]
+        samples: list[Sample] = []
+        with _inference(self.model):
+            for start in range(0, len(rows), self.batch_size):
+                chunk = rows[start : start + self.batch_size]
+                samples.extend(self._generate_rows(chunk, max_tokens, temperature))
+        return [samples[i * n : (i + 1) * n] for i in range(len(prompt_ids))]
+
+    def _generate_rows(self, rows: list[tuple[list[int], int]], max_tokens: int, temperature: float) -> list[Sample]:
+        device = _device(self.model)
+        input_ids, mask = _left_pad([p for p, _ in rows], self.pad_id, device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        gens = [torch.Generator(device=device).manual_seed(s) for _, s in rows]
+        eos = torch.tensor(sorted(self.eos_ids), device=device)
+        done = torch.zeros(len(rows), dtype=torch.bool, device=device)
+        tokens, logprobs = [], []
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        for _ in range(max_tokens):
+            tok, lp = sample_next(out.logits[:, -1, :].float(), gens, temperature, self.top_k, self.top_p)
+            tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
+            tokens.append(tok)
+            logprobs.append(lp)
+            done = done | torch.isin(tok, eos)
+            if bool(done.all()) or len(tokens) == max_tokens:
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            positions = positions[:, -1:] + 1
+            # Finished rows keep decoding padding; their outputs are dropped below.
+            out = self.model(
+                input_ids=tok[:, None], attention_mask=mask, position_ids=positions,
+                past_key_values=out.past_key_values, use_cache=True,
+            )
+        return self._to_samples(torch.stack(tokens, 1).tolist(), torch.stack(logprobs, 1).tolist())
+
+    def _to_samples(self, tokens: list[list[int]], logprobs: list[list[float]]) -> list[Sample]:
+        samples = []
+        for ids, lps in zip(tokens, logprobs):
+            end = next((i + 1 for i, t in enumerate(ids) if t in self.eos_ids), None)
+            reason = "length" if end is None else "stop"
+            end = len(ids) if end is None else end
+            samples.append(Sample(ids[:end], lps[:end], reason, decode(self.tokenizer, ids[:end])))
+        return samples
+
+
+def sample_next(
+    logits: torch.Tensor, gens: list[torch.Generator], temperature: float, top_k: int = 0, top_p: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw one token per row; return (tokens [B], their log-probs [B]) under the sampled distribution.
+
+    Gumbel-max with per-row noise: argmax(logp + g) is a draw from softmax(logp), and it lets
+    each row use its own generator. Temperature 0 is greedy, whose distribution is a point mass
+    (log-prob 0).
+    """
+    if temperature == 0:
+        return logits.argmax(-1), torch.zeros(logits.shape[0], device=logits.device)
+    logp = torch.log_softmax(filter_logits(logits / temperature, top_k, top_p), dim=-1)  # [B, V]
+    noise = torch.stack([torch.rand(logits.shape[-1], generator=g, device=logits.device) for g in gens])
+    gumbel = -torch.log(-torch.log(noise.clamp(min=1e-20, max=1 - 1e-7)))  # [B, V]
+    tok = (logp + gumbel).argmax(-1)  # [B]
+    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+def filter_logits(scaled: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Top-k then top-p (nucleus) filtering of temperature-scaled logits; masked entries -inf."""
+    if top_k and top_k < scaled.shape[-1]:
+        kth = scaled.topk(top_k, dim=-1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = scaled.sort(dim=-1, descending=True)
+        cum = sorted_logits.softmax(-1).cumsum(-1)
+        drop_sorted = cum - sorted_logits.softmax(-1) >= top_p  # keep the smallest prefix reaching top_p
+        drop = drop_sorted.scatter(-1, order, drop_sorted)
+        scaled = scaled.masked_fill(drop, float("-inf"))
+    return scaled
+
+
+def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[i, width - len(p) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if gen_eos is not None:
+        ids |= set(gen_eos) if isinstance(gen_eos, (list, tuple)) else {gen_eos}
+    if not ids:
+        raise ValueError("the tokenizer has no eos token: samples could never stop")
+    return ids
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device
+
+
+@contextlib.contextmanager
+def _inference(model: Any) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
