@@ -36,6 +36,8 @@ class Sample:
     masked: bool = False  # truncation mask: the sample is left out of the loss
     mask_reason: str = "off"
     truncated: bool = False
+    old_logprobs: list[float] | None = None  # log π_old^T per completion token
+    ref_logprobs: list[float] | None = None  # log π_ref^T per completion token (beta > 0)
 
     @property
     def num_tokens(self) -> int:
@@ -79,7 +81,9 @@ def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: i
     """Rewards, advantages (over the whole group, before masking), mask decisions, dynamic sampling."""
     group_of: dict[str, int] = {}
     samples = [
-        Sample(r, v, group_of.setdefault(r.problem_id, len(group_of)), reward=float(v.reward)) for r, v in pairs
+        Sample(r, v, group_of.setdefault(r.problem_id, len(group_of)), reward=float(v.reward),
+               old_logprobs=r.sampling_logprobs)
+        for r, v in pairs
     ]
     for s in samples:
         s.truncated = s.rollout.finish_reason == "length" or s.num_tokens >= L_max
@@ -138,7 +142,8 @@ class Batch:
     completion_mask: torch.Tensor  # (B, C) 1 on sampled tokens (EOS included) of unmasked samples
     token_mask: torch.Tensor  # (B, C) 1 on every sampled token, masked samples too (for monitors)
     advantages: torch.Tensor  # (B,)
-    sampling_logprobs: torch.Tensor | None  # (B, C) from the rollout records, when all have them
+    old_logprobs: torch.Tensor | None  # (B, C) log π_old, when every sample has them
+    ref_logprobs: torch.Tensor | None  # (B, C) log π_ref, when every sample has them
 
     @property
     def prompt_len(self) -> int:
@@ -152,15 +157,13 @@ def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
     B = len(samples)
     input_ids = torch.full((B, P + C), pad_id, dtype=torch.long)  # (B, P + C)
     attention = torch.zeros((B, P + C), dtype=torch.long)  # (B, P + C)
-    have_logps = all(s.rollout.sampling_logprobs is not None for s in samples)
-    logps = torch.zeros((B, C)) if have_logps else None  # (B, C)
+    old = _pad_floats([s.old_logprobs for s in samples], C)  # (B, C) or None
+    ref = _pad_floats([s.ref_logprobs for s in samples], C)  # (B, C) or None
     for i, s in enumerate(samples):
         p, c = s.rollout.prompt_token_ids, s.rollout.completion_token_ids
         input_ids[i, P - len(p) : P] = torch.tensor(p)
         input_ids[i, P : P + len(c)] = torch.tensor(c)
         attention[i, P - len(p) : P + len(c)] = 1
-        if logps is not None:
-            logps[i, : len(c)] = torch.tensor(s.rollout.sampling_logprobs)
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)  # (B, P + C)
     token_mask = attention[:, P:].clone()  # (B, C)
     keep = torch.tensor([not s.masked for s in samples], dtype=torch.long)  # (B,)
@@ -172,5 +175,15 @@ def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
         completion_mask=token_mask * keep.unsqueeze(1),
         token_mask=token_mask,
         advantages=torch.tensor([s.advantage for s in samples], dtype=torch.float32),
-        sampling_logprobs=logps,
+        old_logprobs=old,
+        ref_logprobs=ref,
     )
+
+
+def _pad_floats(rows: list[list[float] | None], C: int) -> torch.Tensor | None:
+    if any(r is None for r in rows):
+        return None
+    out = torch.zeros((len(rows), C))  # (B, C)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.float32)
+    return out

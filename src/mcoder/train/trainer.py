@@ -1,0 +1,281 @@
+"""One rollout batch -> policy updates; checkpoints that save atomically and resume.
+
+``Trainer(model_path, cfg)`` loads the policy (and π_ref when beta > 0), AdamW and the warm-up
+schedule; when ``model_path`` is an mcoder checkpoint it also restores the optimizer state and
+step, so chained single-batch runs continue one schedule. ``train_on_batch`` does:
+
+    prepare samples (rewards, advantages, masks)  ->  π_old, π_ref log-probs (no grad)
+    -> for each mini-batch of prompt groups: micro-batches forward/backward, clip, one AdamW step
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mcoder.errors import DataError, UsageError
+from mcoder.records import STATUSES, Rollout, Verdict
+from mcoder.train import grpo
+from mcoder.train.batching import Sample, collate, groups, join, microbatches, minibatches, prepare
+from mcoder.train.config import TrainConfig
+from mcoder.train.models import completion_logits, load_policy, load_reference, load_tokenizer, score
+
+STATE_FILE = "trainer_state.json"
+OPTIM_FILE = "optimizer.pt"
+CONFIG_FILE = "train_config.json"
+
+
+@dataclass
+class Prepared:
+    samples: list[Sample]  # after dynamic sampling; each carries its reward, advantage and mask decision
+    T: float  # sampling temperature
+    L_max: int
+    metrics: dict[str, Any]
+
+
+class Trainer:
+    def __init__(self, model_path: str, cfg: TrainConfig):
+        self.cfg = cfg
+        self.model_path = str(model_path)
+        torch.manual_seed(cfg.seed)
+        self.tokenizer = load_tokenizer(self.model_path)
+        self.model = load_policy(self.model_path, cfg)
+        self.model.train()
+        self.reference = load_reference(self.model_path, self.model, cfg)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            self.params, lr=cfg.lr, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay
+        )
+        warmup = max(cfg.warmup_steps, 0)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: 1.0 if warmup == 0 else min(1.0, (s + 1) / warmup)
+        )
+        self.step = 0  # optimizer steps taken
+        self.policy_version = 0  # rollout batches trained on
+        self.base_model = self.model_path
+        self.last_samples: list[Sample] = []
+        self._restore(Path(self.model_path))
+
+    # ------------------------------------------------------------ one rollout batch
+
+    def train_on_batch(
+        self, rollouts: Sequence[Rollout], verdicts: dict[str, Verdict], *, names: tuple[str, str] = ("-", "-")
+    ) -> dict[str, Any]:
+        """Every update one rollout batch gives; returns the step's metrics."""
+        t0 = time.perf_counter()
+        prepared = self.prepare_samples(rollouts, verdicts, names=names)
+        metrics = dict(prepared.metrics)
+        if prepared.samples:
+            metrics.update(self._updates(prepared.samples, prepared.T, prepared.L_max))
+        self.policy_version += 1
+        elapsed = time.perf_counter() - t0
+        metrics["time/train"] = elapsed
+        metrics["tokens_per_s"] = metrics.get("tokens", 0) / elapsed if elapsed > 0 else 0.0
+        return metrics
+
+    def prepare_samples(
+        self, rollouts: Sequence[Rollout], verdicts: dict[str, Verdict], *, names: tuple[str, str] = ("-", "-")
+    ) -> Prepared:
+        """Join, reward, advantage, mask, and fill π_old / π_ref log-probs (before any update)."""
+        pairs = join(rollouts, verdicts, rollouts_name=names[0], verdicts_name=names[1])
+        T = self._temperature(pairs, names[0])
+        L_max = self.cfg.max_tokens or max(len(r.completion_token_ids) for r, _ in pairs)
+        samples = prepare(pairs, self.cfg, L_max)
+        self.last_samples = samples
+        metrics = batch_metrics(pairs, samples, L_max)
+        metrics["temperature"] = T
+        if samples:
+            self._fill_logprobs(samples, T)
+        return Prepared(samples, T, L_max, metrics)
+
+    def _temperature(self, pairs, rollouts_name: str) -> float:
+        if self.cfg.temperature is not None:
+            return self.cfg.temperature
+        temps = {r.temperature for r, _ in pairs}
+        if None in temps or len(temps) != 1:
+            raise DataError(
+                f"the rollouts carry {'no' if None in temps else 'several'} sampling temperature(s)",
+                path=rollouts_name,
+                field="temperature",
+                hint="pass --temperature T: log-probs are taken of the logits divided by the sampling temperature",
+            )
+        return float(temps.pop())
+
+    def _fill_logprobs(self, samples: list[Sample], T: float) -> None:
+        """π_old (recomputed when asked or missing) and π_ref, before any update."""
+        recompute = self.cfg.recompute_old_logprobs or any(s.old_logprobs is None for s in samples)
+        if not recompute and self.reference is None:
+            return
+        pad = self.tokenizer.pad_token_id
+        for micro in microbatches(samples, self.cfg.micro_batch_size):
+            batch = collate(micro, pad)
+            lens = [s.num_tokens for s in micro]
+            if recompute:
+                old = score(self.model, batch, T)  # (B, C)
+                for s, row, n in zip(micro, old, lens, strict=True):
+                    s.old_logprobs = row[:n].tolist()
+            if self.reference is not None:
+                ref = score(self.reference, batch, T, reference=True)  # (B, C)
+                for s, row, n in zip(micro, ref, lens, strict=True):
+                    s.ref_logprobs = row[:n].tolist()
+
+    def _updates(self, samples: list[Sample], T: float, L_max: int) -> dict[str, float]:
+        cfg = self.cfg
+        sums: Counter[str] = Counter()
+        seed = cfg.seed + self.policy_version
+        for mini in minibatches(groups(samples), cfg.mini_batch_size, shuffle=cfg.shuffle, seed=seed):
+            if all(s.masked for s in mini):
+                continue  # every sample masked: nothing to learn, and no step on stale moments
+            sums.update(self.accumulate_gradients(mini, T, L_max))
+            sums["lr"] += self.scheduler.get_last_lr()[0]
+            sums["grad_norm"] += self._optimizer_step()
+            sums["updates"] += 1
+        tok, n = max(sums["tokens"], 1.0), max(sums["updates"], 1)
+        return {
+            "loss": sums["loss"] / n,
+            "clip/low": sums["clip_low"] / tok,
+            "clip/high": sums["clip_high"] / tok,
+            "ratio/mean": sums["ratio"] / tok,
+            "kl": sums["kl"] / tok,
+            "entropy": sums["entropy"] / tok,
+            "grad_norm": sums["grad_norm"] / n,
+            "lr": sums["lr"] / n,
+            "updates": int(sums["updates"]),
+            "tokens": int(sums["tokens"]),
+            "optimizer_step": self.step,
+        }
+
+    def accumulate_gradients(self, mini: list[Sample], T: float, L_max: int) -> Counter[str]:
+        """Zero the gradients, then forward/backward each micro-batch of one mini-batch.
+
+        Each micro-batch's loss is divided by the mini-batch's token/sequence count, so the summed
+        gradient does not depend on how the mini-batch is cut into micro-batches."""
+        num_tokens = float(sum(s.num_tokens for s in mini if not s.masked))
+        num_seqs = sum(not s.masked for s in mini)
+        sums: Counter[str] = Counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        for micro in microbatches(mini, self.cfg.micro_batch_size):
+            parts, entropy = self._micro_step(micro, T, L_max, num_tokens, num_seqs)
+            for k, v in (("tokens", parts.tokens), ("ratio", parts.ratio_sum), ("clip_low", parts.clip_low_sum),
+                         ("clip_high", parts.clip_high_sum), ("kl", parts.kl_sum), ("entropy", entropy)):
+                sums[k] += v
+            sums["loss"] += float(parts.loss.detach())
+        return sums
+
+    def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
+        batch = collate(micro, self.tokenizer.pad_token_id)
+        logits = completion_logits(self.model, batch)  # (B, C, V)
+        logp = grpo.token_logprobs(logits, batch.completion_ids, T)  # (B, C)
+        parts = grpo.policy_loss(
+            logp,
+            batch.old_logprobs,
+            batch.advantages,
+            batch.completion_mask,
+            eps_low=self.cfg.eps_low,
+            eps_high=self.cfg.eps_high,
+            beta=self.cfg.beta,
+            ref_logp=batch.ref_logprobs,
+            agg=self.cfg.loss_agg,
+            num_tokens=num_tokens,
+            num_seqs=num_seqs,
+            L_max=L_max,
+        )
+        parts.loss.backward()
+        mask = batch.completion_mask.float()  # (B, C)
+        entropy = float((grpo.token_entropy(logits.detach(), T) * mask).sum())
+        return parts, entropy
+
+    def _optimizer_step(self) -> float:
+        if self.cfg.max_grad_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
+        else:
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params if p.grad is not None]))
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return float(norm)
+
+    # ------------------------------------------------------------ checkpoints
+
+    def save(self, out: str | os.PathLike, extra_state: dict[str, Any] | None = None) -> Path:
+        """Write model (or adapter), tokenizer, resolved config, optimizer state and step to a
+        temporary folder beside ``out``, then swap it into place: a kill leaves the old one whole."""
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        (tmp / CONFIG_FILE).write_text(self.cfg.to_json())
+        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()},
+                   tmp / OPTIM_FILE)
+        state = {"step": self.step, "policy_version": self.policy_version, "base_model": self.base_model,
+                 **(extra_state or {})}
+        (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
+        old = out.with_name(f".{out.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+        return out
+
+    def _restore(self, path: Path) -> None:
+        state_file = path / STATE_FILE
+        if not state_file.exists():
+            return
+        state = json.loads(state_file.read_text())
+        self.step = int(state["step"])
+        self.policy_version = int(state["policy_version"])
+        self.base_model = state.get("base_model", self.model_path)
+        if (path / OPTIM_FILE).exists():
+            saved = torch.load(path / OPTIM_FILE, weights_only=True)
+            try:
+                self.optimizer.load_state_dict(saved["optimizer"])
+            except ValueError as e:
+                raise UsageError(
+                    f"the optimizer state in {path} does not fit this model ({e})",
+                    hint="train with the same --lora-rank as the checkpoint, or start from its base model",
+                ) from None
+            self.scheduler.load_state_dict(saved["scheduler"])
+
+
+def read_state(path: str | os.PathLike) -> dict[str, Any] | None:
+    f = Path(path) / STATE_FILE
+    return json.loads(f.read_text()) if f.exists() else None
+
+
+def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
+    """What the batch looked like: rewards, verdicts, lengths, truncation and masking."""
+    rewards = torch.tensor([float(v.reward) for _, v in pairs])
+    lengths = [len(r.completion_token_ids) for r, _ in pairs]
+    status = Counter(v.status for _, v in pairs)
+    n = len(pairs)
+    out: dict[str, Any] = {
+        "reward/mean": float(rewards.mean()),
+        "reward/std": float(rewards.std(unbiased=False)),
+        "pass_rate": sum(v.passed for _, v in pairs) / n,
+        **{f"status/{s}": status.get(s, 0) / n for s in STATUSES},
+        "length/mean": sum(lengths) / n,
+        "length/max": max(lengths),
+        "L_max": L_max,
+        "truncated_rate": sum(r.finish_reason == "length" or len(r.completion_token_ids) >= L_max
+                              for r, _ in pairs) / n,
+        "masked_count": sum(s.masked for s in samples),
+        "samples": n,
+        "samples_kept": len(samples),
+        "groups_kept": len({s.group for s in samples}),
+    }
+    if samples:
+        out["advantage/abs_mean"] = sum(abs(s.advantage) for s in samples) / len(samples)
+    return out
