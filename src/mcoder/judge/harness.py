@@ -30,14 +30,16 @@ EXIT_MEMORY = 86  # the process ran out of memory before it could report
 # Names LeetCode's Python environment has in scope, and its node classes.
 LEETCODE_PRELUDE = """\
 import bisect, collections, copy, functools, heapq, itertools, math, operator, random, re, string, sys
-from bisect import bisect_left, bisect_right, insort, insort_left, insort_right
-from collections import Counter, OrderedDict, defaultdict, deque, namedtuple
-from functools import cache, cmp_to_key, lru_cache, reduce
-from heapq import heapify, heappop, heappush, heappushpop, heapreplace, nlargest, nsmallest
-from itertools import (accumulate, chain, combinations, combinations_with_replacement, count, cycle,
-    groupby, islice, pairwise, permutations, product, repeat, starmap, zip_longest)
-from math import ceil, comb, factorial, floor, gcd, inf, isqrt, lcm, log, log2, perm, sqrt
 from typing import *
+from collections import *
+from heapq import *
+from bisect import *
+from itertools import *
+from functools import *
+from math import *
+from string import *
+from operator import *
+from builtins import *  # math.pow and operator's names must not hide the builtins
 
 class ListNode:
     def __init__(self, val=0, next=None):
@@ -96,7 +98,7 @@ def report(**fields) -> None:
 
 
 def _describe(exc: BaseException) -> dict:
-    traceback.print_exception(exc)
+    _print_exception(exc)
     return {"ok": False, "exc": type(exc).__name__, "mem": isinstance(exc, MemoryError)}
 
 
@@ -112,7 +114,15 @@ class _ThreadErrors:
             return
         if self.first is None:
             self.first = args.exc_value
-        traceback.print_exception(args.exc_value)
+        _print_exception(args.exc_value)
+
+
+def _print_exception(exc: BaseException) -> None:
+    """The traceback as the program would show it alone: the harness's own frames left out."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
 
 
 def _join_threads() -> None:

@@ -229,6 +229,8 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     timeout = job["limits"]["timeout_s"]
     cpu = int(timeout) + 1
     for i, data in enumerate(job["inputs"]):
+        if i:
+            _reset_dir(job["dir"])  # each test starts as if the program ran alone
         t0 = time.monotonic()
         child = fork_child(job, cpu, data, lambda: harness.run_stdin(job["code"]))
         event = child.next_event(t0 + timeout)
@@ -320,6 +322,17 @@ def serve(proto: Protocol) -> None:
             finish_uid()
             shutil.rmtree(job["dir"], ignore_errors=True)
         proto.send(("done", None))
+
+
+def _reset_dir(path: str) -> None:
+    with os.scandir(path) as entries:
+        for e in entries:
+            if e.name == "main.py":
+                continue
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
 
 
 def _candidate_dir(seq: int, source: str) -> str:

@@ -1,0 +1,271 @@
+"""The real sandbox: every stdin idiom is accepted, and every hostile program gets its verdict
+while nothing outside it changes (files, listeners, the judge, the next candidate)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mcoder.errors import EnvironmentMissing
+from mcoder.judge import sandbox
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.run import Judge
+from mcoder.records import Problem, Rollout, Test
+
+SUM_TESTS = [Test("3\n1 2 3\n", "6\n"), Test("2\n10 -4\n", "6\n"), Test("1\n7\n", "7\n")]
+
+
+def _judge(**limits) -> Judge:
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox on this machine: {e.message}")
+    return Judge(JudgeConfig(workers=2, memory_mb=256, **limits))
+
+
+@pytest.fixture(scope="module")
+def judge():
+    with _judge(timeout_s=3.0) as j:
+        yield j
+
+
+@pytest.fixture(scope="module")
+def hostile_judge():
+    with _judge(timeout_s=1.0, max_processes=16, max_output_mb=1.0) as j:
+        yield j
+
+
+def run(judge: Judge, code: str, tests=SUM_TESTS, **problem):
+    p = Problem(id="p", source="test", question="", tests=list(tests), **problem)
+    (v,) = judge.judge({"p": p}, [Rollout(id="r", problem_id="p", completion=f"```python\n{textwrap.dedent(code)}\n```")])
+    return v
+
+
+def assert_alive(judge: Judge) -> None:
+    """The workers are up and the next candidate is judged right."""
+    assert all(w.proc.poll() is None for w in judge.pool.workers)
+    for _ in judge.pool.workers:  # each worker once (with two free workers, two runs may hit either)
+        v = run(judge, "input(); print(sum(map(int, input().split())))")
+        assert v.status == "accepted", v.first_failure
+
+
+def leftover_processes(judge: Judge) -> list[int]:
+    uids = {w.uid for w in judge.pool.workers}
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if d.stat().st_uid in uids:
+                    pids.append(int(d.name))
+            except FileNotFoundError:
+                pass
+    return pids
+
+
+# ---------------------------------------------------------------- every input idiom
+
+IDIOMS = {
+    "input": "n = int(input())\nprint(sum(map(int, input().split())))",
+    "stdin_read": "import sys\ndata = sys.stdin.read().split()\nprint(sum(map(int, data[1:])))",
+    "stdin_buffer": "import sys\ndata = sys.stdin.buffer.read().split()\nprint(sum(map(int, data[1:])))",
+    "buffer_readline": "import sys\ninput = sys.stdin.buffer.readline\nint(input())\nprint(sum(map(int, input().split())))",
+    "for_line": "import sys\nlines = [l for l in sys.stdin]\nprint(sum(map(int, lines[1].split())))",
+    "open0": "data = open(0).read().split()\nprint(sum(map(int, data[1:])))",
+    "readline_after_read": "import sys\nn = int(sys.stdin.readline())\nrest = sys.stdin.read()\nprint(sum(map(int, rest.split())))",
+    "global_module": "total = 0\ndef add(x):\n    global total\n    total += x\ninput()\nfor v in input().split():\n    add(int(v))\nprint(total)",
+    "main_guard": "def main():\n    input()\n    print(sum(map(int, input().split())))\n\nif __name__ == '__main__':\n    main()",
+    "sys_exit_after_print": "import sys\ninput()\nprint(sum(map(int, input().split())))\nsys.exit()",
+    "exit_after_print": "input()\nprint(sum(map(int, input().split())))\nexit(0)",
+    "sys_exit_zero_in_function": "import sys\ndef main():\n    input()\n    print(sum(map(int, input().split())))\n    sys.exit(0)\nmain()",
+    "threading_big_stack": textwrap.dedent("""\
+        import sys, threading
+        sys.setrecursionlimit(1 << 20)
+        threading.stack_size(1 << 26)
+        def depth(n):
+            return 0 if n == 0 else 1 + depth(n - 1)
+        def main():
+            input()
+            xs = list(map(int, input().split()))
+            assert depth(200000) == 200000
+            print(sum(xs))
+        threading.Thread(target=main).start()
+        """),
+    "deep_recursion_main": textwrap.dedent("""\
+        import sys
+        sys.setrecursionlimit(10 ** 6)
+        def s(xs, i):
+            return 0 if i == len(xs) else xs[i] + s(xs, i + 1)
+        input()
+        xs = list(map(int, input().split()))
+        s(list(range(50000)), 0)
+        print(s(xs, 0))
+        """),
+    "print_sep_end": "input()\nxs = input().split()\nprint(sum(map(int, xs)), end='\\n', flush=True)",
+    "stdout_write": "import sys\ninput()\nsys.stdout.write(str(sum(map(int, input().split()))) + '\\n')",
+    "os_write_fd1": "import os\ninput()\nos.write(1, (str(sum(map(int, input().split()))) + '\\n').encode())",
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDIOMS))
+def test_every_input_idiom_is_accepted(judge, name):
+    v = run(judge, IDIOMS[name])
+    assert v.status == "accepted", v.first_failure
+    assert v.tests_passed == 3 and v.reward == 1.0
+
+
+def test_files_in_its_own_folder_and_a_private_one_each_time(judge):
+    code = """\
+        import os
+        assert not os.path.exists('note.txt')  # nothing left by the test before
+        with open('note.txt', 'w') as f:
+            f.write(input())
+        print(sum(map(int, input().split())))
+        """
+    assert run(judge, code).status == "accepted"
+
+
+# ---------------------------------------------------------------- hostile programs
+
+
+def test_infinite_loop_and_sleep_are_time_limits(hostile_judge):
+    assert run(hostile_judge, "while True:\n    pass").status == "time_limit"
+    assert run(hostile_judge, "import time\ntime.sleep(60)").status == "time_limit"
+    assert_alive(hostile_judge)
+
+
+def test_memory_hog_is_a_memory_limit(hostile_judge):
+    v = run(hostile_judge, "xs = []\nwhile True:\n    xs.append(bytearray(1 << 24))")
+    assert v.status == "memory_limit", v.first_failure
+    assert_alive(hostile_judge)
+
+
+def test_fork_bomb_gets_a_verdict_and_leaves_no_process(hostile_judge):
+    code = """\
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+        """
+    v = run(hostile_judge, code)
+    assert v.status in ("time_limit", "runtime_error"), v
+    assert leftover_processes(hostile_judge) == []
+    assert_alive(hostile_judge)
+
+
+def test_a_daemon_left_behind_is_killed(hostile_judge):
+    code = """\
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        input()
+        print(sum(map(int, input().split())))
+        """
+    assert run(hostile_judge, code).status == "accepted"
+    assert leftover_processes(hostile_judge) == []
+
+
+def test_stdout_flood_is_stopped(hostile_judge):
+    v = run(hostile_judge, "while True:\n    print('x' * 4096)")
+    assert v.status == "runtime_error" and "output limit" in v.first_failure["detail"]
+    assert_alive(hostile_judge)
+
+
+def test_killing_its_parent_or_the_judge_fails(hostile_judge):
+    for target in ("os.getppid()", str(os.getpid())):
+        code = f"import os\ninput()\nprint(sum(map(int, input().split())))\nos.kill({target}, 9)"
+        v = run(hostile_judge, code)
+        assert v.status == "runtime_error" and "PermissionError" in v.first_failure["stderr"], (target, v)
+    # kill(-1) reaches only processes of the candidate's own id: it succeeds and harms nothing
+    code = "import os\ninput()\nprint(sum(map(int, input().split())))\nos.kill(-1, 9)"
+    assert run(hostile_judge, code).status == "accepted"
+    assert_alive(hostile_judge)
+
+
+def test_runs_as_an_unprivileged_user_with_a_scrubbed_environment(hostile_judge, monkeypatch):
+    monkeypatch.setenv("MCODER_TEST_TOKEN", "s3cret-token")  # the judge's own environment
+    code = "import os\nprint(os.getuid(), os.geteuid(), sorted(os.environ))"
+    v = run(hostile_judge, code, tests=[Test("", "nothing\n")])
+    uid, euid, names = v.first_failure["got"].split(" ", 2)
+    assert int(uid) != 0 and int(euid) != 0
+    assert "MCODER_TEST_TOKEN" not in names and "s3cret" not in v.first_failure["got"]
+    assert eval(names) == ["HOME", "LANG", "PATH", "TMPDIR"]  # our own test's text, not a candidate's
+
+
+def test_no_file_descriptor_of_the_judge_is_inherited(hostile_judge):
+    code = "import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
+    v = run(hostile_judge, code, tests=[Test("", "[0, 1, 2, 3, 4]\n")])  # 4: the listing's own fd
+    assert v.status == "accepted", v.first_failure
+
+
+@pytest.fixture
+def outside_dir():
+    """A world-writable folder every user can reach (under the system temp dir, not 0700 tmp_path)."""
+    d = Path(tempfile.mkdtemp(prefix="mcoder-judge-test-"))
+    d.chmod(0o777)
+    (d / "victim.txt").write_text("original")
+    (d / "victim.txt").chmod(0o666)
+    (d / "secret.txt").write_text("expected answers")
+    (d / "secret.txt").chmod(0o644)
+    yield d
+    for f in d.iterdir():
+        f.unlink()
+    d.rmdir()
+
+
+def test_writes_outside_its_folder_are_refused(hostile_judge, outside_dir):
+    victim, new = outside_dir / "victim.txt", outside_dir / "new.txt"
+    for code in (
+        f"open({str(victim)!r}, 'w').write('pwned')",
+        f"open({str(victim)!r}, 'a').write('pwned')",
+        f"open({str(new)!r}, 'w').write('pwned')",
+        f"import os\nos.remove({str(victim)!r})",
+        f"import os\nos.truncate({str(victim)!r}, 0)",
+    ):
+        v = run(hostile_judge, code, tests=[Test("", "")])
+        assert v.status == "runtime_error", (code, v)
+        assert "PermissionError" in v.first_failure["stderr"], v.first_failure
+    assert victim.read_text() == "original"
+    assert sorted(p.name for p in outside_dir.iterdir()) == ["secret.txt", "victim.txt"]
+
+
+def test_files_outside_python_are_unreadable(hostile_judge, outside_dir):
+    v = run(hostile_judge, f"print(open({str(outside_dir / 'secret.txt')!r}).read())", tests=[Test("", "x\n")])
+    assert v.status == "runtime_error" and "PermissionError" in v.first_failure["stderr"]
+
+
+def test_no_network_even_to_localhost(hostile_judge):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=0.5)"
+        v = run(hostile_judge, code, tests=[Test("", "")])
+        assert v.status == "runtime_error"
+        assert "unreachable" in v.first_failure["stderr"] or "refused" in v.first_failure["stderr"]
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected
+    assert_alive(hostile_judge)
+
+
+def test_correct_output_followed_by_a_crash_fails(hostile_judge):
+    v = run(hostile_judge, "input()\nprint(sum(map(int, input().split())))\nraise ValueError('late')")
+    assert v.status == "runtime_error" and "ValueError" in v.first_failure["stderr"]
+    v = run(hostile_judge, "import sys\ninput()\nprint(sum(map(int, input().split())))\nsys.exit(3)")
+    assert v.status == "runtime_error"
+
+
+def test_a_crash_in_a_thread_is_a_runtime_error(hostile_judge):
+    code = "import threading\ndef f():\n    raise RuntimeError('boom')\nt = threading.Thread(target=f)\nt.start()\nt.join()\nprint(6)"
+    v = run(hostile_judge, code, tests=[Test("", "6\n")])
+    assert v.status == "runtime_error" and "boom" in v.first_failure["stderr"]
