@@ -180,6 +180,10 @@ def write_all(out_dir: Path) -> dict[str, int]:
     return counts
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    return b.is_file() and filecmp.cmp(a, b, shallow=False)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=HERE / "problems", help="folder for the JSONL files")
@@ -191,8 +195,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         write_all(Path(tmp))
-        differ = [n for n in FILES.values()
-                  if not (args.out / n).is_file() or not filecmp.cmp(Path(tmp) / n, args.out / n, shallow=False)]
+        differ = [n for n in FILES.values() if not _same_file(Path(tmp) / n, args.out / n)]
     for name in differ:
         print(f"{args.out / name} differs from a fresh build", file=sys.stderr)
     return 1 if differ else 0

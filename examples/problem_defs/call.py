@@ -305,7 +305,8 @@ def num_islands() -> Spec:
                             while stack:
                                 a, b = stack.pop()
                                 for x, y in ((a + 1, b), (a - 1, b), (a, b + 1), (a, b - 1)):
-                                    if 0 <= x < rows and 0 <= y < cols and grid[x][y] == "1" and not seen[x][y]:
+                                    inside = 0 <= x < rows and 0 <= y < cols
+                                    if inside and grid[x][y] == "1" and not seen[x][y]:
                                         seen[x][y] = True
                                         stack.append((x, y))
                     return islands
