@@ -48,7 +48,7 @@ class BenchConfig:
         if not self.wants_table and not self.plots:
             raise UsageError(
                 "nothing to do",
-                hint="pass --problems P --verdicts V for the pass@k table, or --run-dir RUN --plots for figures",
+                hint="--problems P --verdicts V for the pass@k table; --run-dir RUN --plots for figures",
             )
         if self.wants_table:
             self._validate_table()
@@ -62,17 +62,23 @@ class BenchConfig:
     def _validate_table(self) -> None:
         if self.problems is None or self.verdicts is None:
             raise UsageError("the pass@k table needs both --problems and --verdicts")
-        stdin_inputs = [p for p in (self.problems, self.verdicts, self.baseline) if p is not None and str(p) == "-"]
+        stdin_inputs = [
+            p for p in (self.problems, self.verdicts, self.baseline) if p is not None and str(p) == "-"
+        ]
         if len(stdin_inputs) > 1:
             raise UsageError("only one input can be read from stdin ('-')", hint="save the others to files")
         stdout_outputs = [p for p in (self.markdown, self.json_out) if p is not None and str(p) == "-"]
         if len(stdout_outputs) > 1:
             raise UsageError("only one of --markdown and --json can go to stdout ('-')")
         if not self.ks or any(k < 1 for k in self.ks) or list(self.ks) != sorted(set(self.ks)):
-            raise UsageError(f"bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8")
+            raise UsageError(
+                f"bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8"
+            )
         lo, hi = self.rating_bounds
         if not 0 < lo < hi:
-            raise UsageError(f"bad rating bounds {lo},{hi}", hint="give two increasing ratings, e.g. 1400,2000")
+            raise UsageError(
+                f"bad rating bounds {lo},{hi}", hint="give two increasing ratings, e.g. 1400,2000"
+            )
 
     def _validate_plots(self) -> None:
         if self.run_dirs and not self.plots:
@@ -109,5 +115,7 @@ def parse_rating_bounds(text: str) -> tuple[float, float]:
     try:
         lo, hi = (float(p) for p in parts)
     except ValueError:
-        raise UsageError(f"--rating-bounds {text!r} is not two numbers", hint="e.g. --rating-bounds 1400,2000") from None
+        raise UsageError(
+            f"--rating-bounds {text!r} is not two numbers", hint="e.g. --rating-bounds 1400,2000"
+        ) from None
     return lo, hi

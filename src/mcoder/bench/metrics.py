@@ -54,7 +54,9 @@ def read_run(run_dir: Path, label: str) -> RunMetrics:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             if torn_candidate:
-                run.warnings.append(f"{path}:{lineno}: last line is incomplete (run killed mid-write?); skipped")
+                run.warnings.append(
+                    f"{path}:{lineno}: last line is incomplete (run killed mid-write?); skipped"
+                )
                 continue
             raise DataError(f"invalid JSON ({e})", path=str(path), line=lineno) from None
         _add_step(run, obj, str(path), lineno)
@@ -73,7 +75,9 @@ def _add_step(run: RunMetrics, obj: Any, path: str, lineno: int) -> None:
         if name == "step" or value is None or isinstance(value, (bool, str)):
             continue
         if not isinstance(value, (int, float)):
-            raise DataError(f"expected a number, got {type(value).__name__}", path=path, line=lineno, field=name)
+            raise DataError(
+                f"expected a number, got {type(value).__name__}", path=path, line=lineno, field=name
+            )
         if math.isfinite(value):
             run.series.setdefault(name, {})[step] = float(value)
 

@@ -105,7 +105,9 @@ def _md(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def to_json(table: Table, baseline: Table | None, notes: list[str], bounds: tuple[float, float]) -> dict[str, Any]:
+def to_json(
+    table: Table, baseline: Table | None, notes: list[str], bounds: tuple[float, float]
+) -> dict[str, Any]:
     deltas = delta(table, baseline) if baseline is not None else None
     cells = []
     for (row, col), cell in table.cells.items():
@@ -120,7 +122,10 @@ def to_json(table: Table, baseline: Table | None, notes: list[str], bounds: tupl
         }
         if baseline is not None and deltas is not None:
             base = baseline.cells[(row, col)]
-            entry["baseline"] = {"problems": base.problems, "pass_at": {str(k): v for k, v in base.pass_at.items()}}
+            entry["baseline"] = {
+                "problems": base.problems,
+                "pass_at": {str(k): v for k, v in base.pass_at.items()},
+            }
             entry["delta"] = {str(k): v for k, v in deltas[(row, col)].items()}
         cells.append(entry)
     out: dict[str, Any] = {

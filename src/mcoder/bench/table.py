@@ -152,7 +152,11 @@ def delta(table: Table, baseline: Table) -> dict[tuple[str, str], dict[int, floa
     for key, cell in table.cells.items():
         base = baseline.cells.get(key)
         out[key] = {
-            k: (v - base.pass_at[k] if v is not None and base is not None and base.pass_at[k] is not None else None)
+            k: (
+                v - base.pass_at[k]
+                if v is not None and base is not None and base.pass_at[k] is not None
+                else None
+            )
             for k, v in cell.pass_at.items()
         }
     return out

@@ -16,27 +16,41 @@ def register(app: typer.Typer) -> None:
     def bench(
         problems: ProblemsPath = None,  # type: ignore[assignment]  (optional: --plots alone needs none)
         verdicts: VerdictsPath = None,  # type: ignore[assignment]
-        k: Annotated[str, typer.Option("--k", help="The k of pass@k, comma-separated; 1 is always reported.")] = "1",
+        k: Annotated[
+            str, typer.Option("--k", help="The k of pass@k, comma-separated; 1 is always reported.")
+        ] = "1",
         baseline: Annotated[
-            Path | None, typer.Option("--baseline", help="Verdicts of another model: adds deltas to every table.")
+            Path | None,
+            typer.Option("--baseline", help="Verdicts of another model: adds deltas to every table."),
         ] = None,
-        markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the tables as markdown here.")] = None,
-        json_out: Annotated[Path | None, typer.Option("--json", help="Write every number as JSON here.")] = None,
+        markdown: Annotated[
+            Path | None, typer.Option("--markdown", help="Write the tables as markdown here.")
+        ] = None,
+        json_out: Annotated[
+            Path | None, typer.Option("--json", help="Write every number as JSON here.")
+        ] = None,
         rating_bounds: Annotated[
             str,
-            typer.Option("--rating-bounds", help="Ratings below LO are easy, below HI medium, else hard: LO,HI."),
+            typer.Option(
+                "--rating-bounds", help="Ratings below LO are easy, below HI medium, else hard: LO,HI."
+            ),
         ] = "1400,2000",
         run_dir: Annotated[
             list[Path] | None,
-            typer.Option("--run-dir", help="A training run folder with metrics.jsonl; repeat to compare runs."),
+            typer.Option(
+                "--run-dir", help="A training run folder with metrics.jsonl; repeat to compare runs."
+            ),
         ] = None,
-        plots: Annotated[bool, typer.Option("--plots", help="Draw the training-dynamics figures (PNG).")] = False,
+        plots: Annotated[
+            bool, typer.Option("--plots", help="Draw the training-dynamics figures (PNG).")
+        ] = False,
         out_dir: Annotated[
-            Path | None, typer.Option("--out-dir", help="Folder for the figures (default RUN/plots for one run).")
+            Path | None,
+            typer.Option("--out-dir", help="Folder for the figures (default RUN/plots for one run)."),
         ] = None,
         quiet: Quiet = False,
     ) -> None:
-        """pass@k by platform x difficulty with failure shares; or --run-dir RUN --plots for training figures."""
+        """pass@k by platform x difficulty with failure shares; --run-dir RUN --plots: training figures."""
         from mcoder.bench.config import BenchConfig, parse_ks, parse_rating_bounds
         from mcoder.bench.run import run
 
