@@ -38,11 +38,12 @@ def is_quiet() -> bool:
 def info(message: str) -> None:
     """A line of news on stderr (suppressed by --quiet)."""
     if not _quiet:
-        console.print(message)
+        console.print(message, soft_wrap=True)
 
 
 def warn(message: str) -> None:
-    console.print(f"[yellow]warning:[/] {message}")
+    # soft_wrap: a long file:line message stays one line that grep and tests can match
+    console.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
 
 
 def emit(line: str) -> None:
