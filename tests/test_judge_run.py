@@ -1,0 +1,182 @@
+"""The Judge API: call and functional harnesses, verdict fields, rewards, early exit, the cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcoder.errors import DataError, EnvironmentMissing
+from mcoder.judge import sandbox
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.run import Judge, literal_value
+from mcoder.records import Problem, Rollout, Test
+
+
+def _cfg(**kw) -> JudgeConfig:
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox on this machine: {e.message}")
+    return JudgeConfig(**{"workers": 2, "timeout_s": 3.0, "memory_mb": 256, **kw})
+
+
+@pytest.fixture(scope="module")
+def judge():
+    with Judge(_cfg()) as j:
+        yield j
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def judge_one(judge: Judge, problem: Problem, code: str):
+    (v,) = judge.judge({problem.id: problem}, [Rollout(id="r", problem_id=problem.id, completion=fenced(code))])
+    return v
+
+
+TWO_SUM = Problem(
+    id="two-sum", source="t", question="", fn_name="twoSum",
+    tests=[Test("[2, 7, 11, 15]\n9", "[0, 1]", "call"), Test("[3, 2, 4]\n6", "[1, 2]", "call"),
+           Test("[3, 3]\n6", "[0, 1]", "call")],
+)
+
+LEETCODE_STYLE = """\
+class Solution:
+    def twoSum(self, nums: List[int], target: int) -> List[int]:
+        seen: Dict[int, int] = {}
+        for i, x in enumerate(nums):
+            if target - x in seen:
+                return [seen[target - x], i]
+            seen[x] = i
+"""
+
+
+def test_leetcode_class_with_its_typing_names_available(judge):
+    v = judge_one(judge, TWO_SUM, LEETCODE_STYLE)
+    assert v.status == "accepted" and v.matched_by == ["value_exact"] * 3
+
+
+def test_plain_function_and_tuple_return(judge):
+    code = "def twoSum(nums, target):\n    d = {}\n    for i, x in enumerate(nums):\n" \
+           "        if target - x in d:\n            return (d[target - x], i)\n        d[x] = i"
+    v = judge_one(judge, TWO_SUM, code)
+    assert v.status == "accepted" and v.matched_by == ["value_structural"] * 3
+
+
+def test_wrong_return_value_shows_what_came_back(judge):
+    v = judge_one(judge, TWO_SUM, "class Solution:\n    def twoSum(self, nums, target):\n        return [1, 0]")
+    assert v.status == "wrong_answer" and v.tests_passed == 0
+    assert v.first_failure["index"] == 0 and v.first_failure["got"] == "[1, 0]"
+    assert v.first_failure["expected"] == "[0, 1]"
+
+
+def test_missing_function_is_a_runtime_error(judge):
+    v = judge_one(judge, TWO_SUM, "def other(): pass")
+    assert v.status == "runtime_error" and "twoSum" in v.first_failure["stderr"]
+
+
+def test_call_tests_share_one_process_but_each_has_its_own_time_limit(judge):
+    p = Problem(id="slow-double", source="t", question="", fn_name="double",
+                tests=[Test(str(x), str(2 * x), "call") for x in (1, 2, 3)])
+    # 3 tests x 1.2 s is over one test's 3 s limit, and under each test's own
+    code = "import os, time\ndef double(x):\n    time.sleep(1.2)\n    return 2 * x + 0 * os.getpid()"
+    v = judge_one(judge, p, code)
+    assert v.status == "accepted", v.first_failure
+    v = judge_one(judge, p, "import time\ndef double(x):\n    time.sleep(1.2 if x < 3 else 60)\n    return 2 * x")
+    assert v.status == "time_limit" and v.tests_passed == 2 and v.first_failure["index"] == 2
+
+
+def test_return_values_never_evaluated():
+    assert literal_value("[1, (2, 3), {'a': 4.5}]") == ([1, (2, 3), {"a": 4.5}], True)
+    assert literal_value("set()") == (set(), True)
+    assert literal_value("inf") == (float("inf"), True)
+    assert literal_value("__import__('os').system('true')") == (None, False)
+    assert literal_value("<__main__.X object at 0x7f>") == (None, False)
+    assert literal_value("[" * 100_000) == (None, False)
+
+
+def test_functional_check_humaneval_style(judge):
+    p = Problem(id="he", source="t", question="", fn_name="add",
+                tests=[Test("def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
+                            "", "functional")])
+    assert judge_one(judge, p, "def add(a, b):\n    return a + b").status == "accepted"
+    v = judge_one(judge, p, "def add(a, b):\n    return a * b")
+    assert v.status == "runtime_error" and "AssertionError" in v.first_failure["stderr"]
+
+
+def test_functional_check_that_calls_itself_leetcode_style(judge):
+    p = Problem(id="lc", source="t", question="", fn_name="twoSum", tests=[Test(
+        "def check(candidate):\n    assert candidate(nums=[3, 3], target=6) == [0, 1]\n\ncheck(Solution().twoSum)\n",
+        "", "functional")])
+    assert judge_one(judge, p, LEETCODE_STYLE).status == "accepted"
+
+
+STDIN = Problem(id="double", source="t", question="",
+                tests=[Test("1\n", "2\n"), Test("5\n", "10\n"), Test("7\n", "14\n"), Test("0\n", "0\n")])
+
+
+def test_early_exit_stops_at_the_first_failure(judge):
+    v = judge_one(judge, STDIN, "n = int(input())\nprint(2 * n if n < 5 else 0)")
+    assert v.status == "wrong_answer" and v.tests_passed == 1 and v.first_failure["index"] == 1
+
+
+def test_fraction_reward_runs_every_test():
+    with Judge(_cfg(reward="fraction", early_exit=False, workers=1)) as j:
+        v = judge_one(j, STDIN, "n = int(input())\nprint(2 * n if n < 5 else 0)")
+        assert v.status == "wrong_answer" and v.tests_passed == 2 and v.reward == 0.5
+        assert v.first_failure["index"] == 1  # the first failure is kept, later ones are counted
+        v = judge_one(j, STDIN, "n = int(input())\nassert n != 5\nprint(2 * n)")
+        assert v.tests_passed == 3 and v.status == "runtime_error" and v.reward == 0.75
+
+
+def test_identical_programs_run_once(judge):
+    code = "n = int(input())\nprint(n * 2)"
+    rollouts = [Rollout(id=f"r{i}", problem_id="double", completion=f"Attempt {i}:\n{fenced(code)}") for i in range(5)]
+    vs = judge.judge({"double": STDIN}, rollouts)
+    assert [v.status for v in vs] == ["accepted"] * 5
+    assert sum(not v.cached for v in vs) <= 1  # one ran (or none: a hit from an earlier call)
+    again = judge.judge({"double": STDIN}, rollouts[:1])
+    assert again[0].cached and again[0].elapsed_s == 0.0
+
+
+def test_the_cache_tells_problems_apart(judge):
+    other = Problem(id="triple", source="t", question="", tests=[Test("2\n", "6\n")])
+    code = fenced("print(int(input()) * 2)")
+    vs = judge.judge({"double": STDIN, "triple": other},
+                     [Rollout(id="a", problem_id="double", completion=code),
+                      Rollout(id="b", problem_id="triple", completion=code)])
+    assert [v.status for v in vs] == ["accepted", "wrong_answer"]
+
+
+def test_statuses_without_a_run(judge):
+    rollouts = [Rollout(id="a", problem_id="double", completion="I don't know."),
+                Rollout(id="b", problem_id="double", completion=fenced("def f(:"))]
+    a, b = judge.judge({"double": STDIN}, rollouts)
+    assert (a.status, a.reward, a.tests_total) == ("no_code", 0.0, 4)
+    assert b.status == "compile_error" and "SyntaxError" in b.first_failure["reason"]
+
+
+def test_no_tests_is_never_a_pass(judge):
+    empty = Problem(id="empty", source="t", question="", tests=[])
+    v = judge_one(judge, empty, "print(1)")
+    assert not v.passed and v.reward == 0.0 and v.tests_total == 0
+
+
+def test_strict_mode_uses_livecodebench_rules():
+    p = Problem(id="f", source="t", question="", tests=[Test("", "0.5\n")])
+    with Judge(_cfg(compare="strict", workers=1)) as j:
+        assert judge_one(j, p, "print(0.5000001)").status == "wrong_answer"
+    with Judge(_cfg(workers=1)) as j:
+        v = judge_one(j, p, "print(0.5000001)")
+        assert v.status == "accepted" and v.matched_by == ["tokens_numeric"]
+
+
+def test_unknown_problem_is_a_data_error(judge):
+    with pytest.raises(DataError, match="no problem with id 'nope'"):
+        judge.judge({}, [Rollout(id="r", problem_id="nope", completion="print(1)")])
+
+
+def test_bad_call_test_is_a_data_error(judge):
+    p = Problem(id="bad", source="t", question="", fn_name="f", tests=[Test("not json", "1", "call")])
+    with pytest.raises(DataError, match="not JSON"):
+        judge_one(judge, p, "def f(x): return 1")
