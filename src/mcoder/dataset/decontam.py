@@ -12,7 +12,6 @@ benchmark problem it matched and the share.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,9 @@ def ngrams(text: str, n: int) -> set[int]:
     """Hashed word n-grams of a statement (the whole statement if it is shorter than n)."""
     w = words(text)
     grams = [" ".join(w)] if 0 < len(w) < n else [" ".join(w[i : i + n]) for i in range(len(w) - n + 1)]
-    return {int.from_bytes(hashlib.blake2b(g.encode("utf-8"), digest_size=8).digest(), "big") for g in grams}
+    # Python's string hash: fast and 64-bit; it differs between processes, but the index and the
+    # lookups live in one process, and which n-grams are shared does not depend on the values.
+    return {hash(g) for g in grams}
 
 
 @dataclass

@@ -9,9 +9,11 @@ the one with reference solutions, then the most tests, then the first in input o
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
+import zlib
 from collections.abc import Callable, Sequence
 
 from mcoder.dataset.report import Removal, StageResult
@@ -27,10 +29,11 @@ NUM_PERM = 128
 MINHASH_SEED = 1
 
 
-def words(text: str) -> list[str]:
-    """The statement as a list of normalised words."""
+@functools.lru_cache(maxsize=4096)  # dedup, decontamination and special judge all read each statement
+def words(text: str) -> tuple[str, ...]:
+    """The statement as normalised words."""
     text = unicodedata.normalize("NFKC", text).lower()
-    return _WORD.findall(_LATEX_COMMAND.sub(" ", text))
+    return tuple(_WORD.findall(_LATEX_COMMAND.sub(" ", text)))
 
 
 def normalise(text: str) -> str:
@@ -151,9 +154,12 @@ def near_duplicates(
 
     hashes = []
     lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    first = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)  # its permutations are made once, shared by all
     for i, p in enumerate(problems):
-        m = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
-        m.update_batch([s.encode("utf-8") for s in sorted(shingles(p.question, shingle_words))])
+        # crc32: a fast 32-bit hash in C; MinHash needs uniform 32-bit values, not a secure hash.
+        m = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED, hashfunc=zlib.crc32,
+                    permutations=first.permutations, scheme=first.scheme)
+        m.update_batch([s.encode("utf-8") for s in shingles(p.question, shingle_words)])
         hashes.append(m)
         lsh.insert(str(i), m)
     pairs = []

@@ -12,14 +12,14 @@ _LCB_QUESTION = re.compile(r"### Question:\s*\n(.*?)(?:\n### Format:|\Z)", re.DO
 _LCB_FORMAT = re.compile(r"### Format:(.*?)(?:\n### Answer:|\Z)", re.DOTALL)
 _COMPLETE_PROMPT = re.compile(r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.DOTALL)
 _SOLVE_PREFIX = re.compile(r"\APlease solve the programming task below[^\n]*\n+")
-_TIME_MS = re.compile(r"^Time Limit:\s*([\d.]+)\s*(ms|milliseconds?|s|seconds?)\s*$", re.MULTILINE | re.IGNORECASE)
-_TIME_DICT = re.compile(r"^Time Limit:\s*(\{.*\})\s*$", re.MULTILINE)
-_MEMORY = re.compile(r"^Memory Limit:\s*([\d.]+)\s*(MB|megabytes|Bytes|KB)\s*$", re.MULTILINE | re.IGNORECASE)
-_TAGS = re.compile(r"^Tags:\s*\n(\[.*\])\s*$", re.MULTILINE)
+_TIME_MS = re.compile(r"^Time Limit:[ \t]*([\d.]+)[ \t]*(ms|milliseconds?|s|seconds?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_TIME_DICT = re.compile(r"^Time Limit:[ \t]*(\{.*\})[ \t]*$", re.MULTILINE)
+_MEMORY = re.compile(r"^Memory Limit:[ \t]*([\d.]+)[ \t]*(MB|megabytes|Bytes|KB)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_TAGS = re.compile(r"^Tags:[ \t]*\n(\[.*\])[ \t]*$", re.MULTILINE)
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
-_INTERACTIVE = re.compile(
-    r"this is an interactive problem|^\s*interaction\s*$|\binteractor\b", re.IGNORECASE | re.MULTILINE
-)
+_INTERACTION_HEADING = re.compile(r"^[ \t]*interaction[ \t]*$", re.MULTILINE)
+_INTERACTOR = re.compile(r"\binteractor\b")
+_TRAILER_CHARS = 2000  # limits and tags are trailer lines: search only the end of a long statement
 _PLACEHOLDER_STARTER = re.compile(r"^\s*#\s*YOUR CODE HERE\s*$", re.IGNORECASE)
 
 
@@ -55,6 +55,7 @@ def leetcode_prompt_parts(problem: str) -> tuple[str, str]:
 def limits(statement: str) -> dict[str, Any]:
     """Time limit (seconds), memory limit (MB) and tags found in a statement's trailer lines."""
     meta: dict[str, Any] = {}
+    statement = statement[-_TRAILER_CHARS:]
     if m := _TIME_MS.search(statement):
         value, unit = float(m.group(1)), m.group(2).lower()
         meta["time_limit_s"] = value / 1000 if unit.startswith("m") else value
@@ -83,7 +84,12 @@ def is_interactive(statement: str, tags: Any = None) -> bool:
     dialogue, which no stdin/stdout comparison can grade."""
     if isinstance(tags, list) and "interactive" in tags:
         return True
-    return bool(_INTERACTIVE.search(statement))
+    low = statement.lower()
+    return (
+        "this is an interactive problem" in low
+        or bool(_INTERACTION_HEADING.search(low))
+        or ("interactor" in low and bool(_INTERACTOR.search(low)))
+    )
 
 
 def day(value: Any) -> str | None:

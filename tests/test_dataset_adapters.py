@@ -1,0 +1,231 @@
+"""Each source adapter on real rows of the third-party sets (skipped when they are absent)."""
+
+import base64
+import json
+import pickle
+import zlib
+from typing import Any
+
+import pytest
+
+from mcoder.dataset.adapters import ADAPTERS, detect
+from mcoder.dataset.adapters.humaneval import package_file
+from mcoder.dataset.sources import RowRef, Source
+from mcoder.errors import DataError
+from mcoder.records import Problem
+
+
+def rows(path) -> list[tuple[RowRef, dict[str, Any]]]:
+    kind = "jsonl" if str(path).endswith(".jsonl") else "json"
+    return list(Source(str(path), kind).rows())
+
+
+def convert(fmt: str, ref: RowRef, row: dict[str, Any]) -> Problem:
+    return ADAPTERS[fmt].convert(row, ref)
+
+
+def lcb_compress(obj: Any) -> str:
+    """LiveCodeBench's compressed form: base64 of zlib of a pickled JSON string."""
+    return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(obj)))).decode()
+
+
+def exec_call(problem: Problem, code: str) -> list[tuple[Any, Any]]:
+    """(got, expected) for each call test, running ``code`` in this process (reference code only)."""
+    preamble = "from typing import *\nfrom collections import *\nfrom itertools import *\nfrom functools import *\n"
+    preamble += "from heapq import *\nfrom bisect import *\nfrom math import *\nfrom string import *\n"
+    ns: dict[str, Any] = {}
+    exec(preamble + code, ns)
+    fn = getattr(ns["Solution"](), problem.fn_name) if "Solution" in ns else ns[problem.fn_name]
+    out = []
+    for t in problem.tests:
+        got = fn(*[json.loads(line) for line in t.input.split("\n")])
+        out.append((json.loads(json.dumps(list(got) if isinstance(got, tuple) else got)), json.loads(t.output)))
+    return out
+
+
+# ------------------------------------------------------------------ LiveCodeBench
+
+
+def test_sandboxfusion_lcb_rows_decode_their_compressed_tests(shared_data):
+    for ref, row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+        p = convert("lcb", ref, row)
+        blob = pickle.loads(zlib.decompress(base64.b64decode(row["test"])))
+        io = json.loads(blob["input_output"])
+        assert [t.input for t in p.tests] == io["inputs"] and [t.output for t in p.tests] == io["outputs"]
+        assert p.id == json.loads(row["labels"])["task_id"]
+        assert p.reference_solutions == []  # 'import sys; sys.exit(0)' is a placeholder, not a solution
+        assert "### Question" not in p.question and "### Format" not in p.question
+    by_id = {convert("lcb", *r).id: convert("lcb", *r) for r in rows(shared_data / "sandboxfusion_lcb_v1.jsonl")}
+    seniors = by_id["leetcode/2727"]
+    assert seniors.fn_name == "countSeniors" and seniors.test_kinds == {"call"}
+    assert seniors.starter_code.startswith("class Solution:\n    def countSeniors(self, details: List[str]) -> int:")
+    assert (seniors.platform, seniors.difficulty) == ("leetcode", "easy")
+    assert by_id["atcoder/abc301_a"].test_kinds == {"stdin"} and by_id["atcoder/abc301_a"].starter_code == ""
+
+
+def _as_lcb_row(row: dict[str, Any], *, compressed: bool) -> dict[str, Any]:
+    """A SandboxFusion LCB row re-shaped as a LiveCodeBench code_generation row."""
+    labels = json.loads(row["labels"])
+    io = json.loads(pickle.loads(zlib.decompress(base64.b64decode(row["test"])))["input_output"])
+    testtype = "functional" if io["fn_name"] else "stdin"
+    cases = [{"input": i, "output": o, "testtype": testtype} for i, o in zip(io["inputs"], io["outputs"])]
+    private = cases[2:]
+    return {
+        "question_title": "t",
+        "question_content": "statement",
+        "platform": labels["category"],
+        "question_id": labels["task_id"].split("/")[1],
+        "contest_id": "c1",
+        "contest_date": "2023-08-21T00:00:00",
+        "starter_code": "",
+        "difficulty": labels["difficulty"],
+        "public_test_cases": json.dumps(cases[:2]),
+        "private_test_cases": lcb_compress(private) if compressed else json.dumps(private),
+        "metadata": json.dumps({"func_name": io["fn_name"]} if io["fn_name"] else {}),
+    }
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_livecodebench_rows_with_json_or_compressed_private_tests(shared_data, compressed):
+    for ref, sf_row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+        row = _as_lcb_row(sf_row, compressed=compressed)
+        assert detect(row).name == "lcb"
+        p = convert("lcb", ref, row)
+        expected = convert("lcb", ref, sf_row)
+        assert [(t.input, t.output, t.kind) for t in p.tests] == [(t.input, t.output, t.kind) for t in expected.tests]
+        assert p.date == "2023-08-21" and p.meta["public_tests"] == 2 and p.fn_name == expected.fn_name
+
+
+def test_lcb_call_tests_without_a_function_name_name_the_field(shared_data):
+    ref, sf_row = rows(shared_data / "sandboxfusion_lcb_v1.jsonl")[1]
+    row = _as_lcb_row(sf_row, compressed=True) | {"metadata": "{}"}
+    with pytest.raises(DataError) as e:
+        convert("lcb", ref, row)
+    assert e.value.field == "metadata.func_name" and f"{ref.path}:2" in e.value.message
+
+
+def test_a_pickle_that_loads_a_class_is_refused(shared_data):
+    ref, row = rows(shared_data / "sandboxfusion_lcb_v1.jsonl")[0]
+    hostile = base64.b64encode(zlib.compress(pickle.dumps(ValueError("x")))).decode()
+    with pytest.raises(DataError) as e:
+        convert("lcb", ref, row | {"test": hostile})
+    assert e.value.field == "test" and "refusing" in e.value.message
+
+
+# ------------------------------------------------------------------ CodeContests, Codeforces
+
+
+def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(shared_data):
+    for ref, row in rows(shared_data / "sandboxfusion_code_contests.jsonl"):
+        p = convert("codecontests", ref, row)
+        cases = json.loads(row["test"])
+        assert [(t.input, t.output) for t in p.tests] == [(c["input"]["stdin"], c["output"]["stdout"]) for c in cases]
+        labels = json.loads(row["labels"])
+        assert p.id == labels["name"] and p.platform == labels["source"].lower()
+    first = convert("codecontests", *rows(shared_data / "sandboxfusion_code_contests.jsonl")[3])
+    assert (first.id, first.difficulty, first.meta["source_difficulty"]) == ("1000_A. Codehorses T-shirts", "easy", "A")
+
+
+def test_rllm_code_contests_parse_limits_and_get_derived_ids(shared_data):
+    got = [convert("codecontests", ref, row) for ref, row in rows(shared_data / "rllm_code_contests.json")]
+    raw = json.loads((shared_data / "rllm_code_contests.json").read_text())
+    assert [len(p.tests) for p in got] == [len(r["tests"]["inputs"]) for r in raw]
+    assert got[0].id == "rllm_code_contests/0" and got[0].tests[0].input == raw[0]["tests"]["inputs"][0]
+    assert (got[0].meta["time_limit_s"], got[0].meta["memory_limit_mb"]) == (2.0, 512.0)  # {'seconds': 2}, 512000000 Bytes
+    assert len({p.id for p in got}) == len(got)
+
+
+def test_codeforces_samples_with_limits_and_tags(shared_data):
+    got = [convert("codeforces", ref, row) for ref, row in rows(shared_data / "rllm_codeforces.json")]
+    first = got[0]
+    assert first.tests[0].input.startswith("10\n1 9\n8 4") and first.tests[0].output.startswith("1 9\n4 8")
+    assert first.meta["time_limit_s"] == 1.0 and first.meta["memory_limit_mb"] == 256.0
+    assert first.meta["tags"] == ["implementation", "sortings"] and first.platform == "codeforces"
+    assert sum("time_limit_s" in p.meta for p in got) == len(got) == 408
+
+
+# ------------------------------------------------------------------ LeetCode
+
+
+def test_leetcode_asserts_become_call_tests_with_keywords_in_place(shared_data):
+    ref, row = rows(shared_data / "rllm_leetcode_test.json")[0]
+    p = convert("leetcode", ref, row)
+    # assert candidate(nums = [3,1,5,4,2], k = 2) == 4
+    assert (p.tests[0].input, p.tests[0].output, p.tests[0].kind) == ("[3, 1, 5, 4, 2]\n2", "4", "call")
+    assert p.fn_name == "minOperations" and p.platform == "leetcode"
+    assert p.starter_code == "class Solution:\n    def minOperations(self, nums: List[int], k: int) -> int:\n"
+    assert "Please complete" not in p.question and p.question.startswith("You are given an array nums")
+    # Keywords in another order than the signature land in the same places.
+    swapped = row["tests"]["functional"].replace("nums = [3,1,5,4,2], k = 2", "k = 2, nums = [3,1,5,4,2]")
+    q = convert("leetcode", ref, row | {"tests": {"functional": swapped}})
+    assert q.tests == p.tests
+
+
+def test_leetcode_references_pass_every_converted_call_test(shared_data):
+    got = [convert("leetcode", ref, row) for ref, row in rows(shared_data / "rllm_leetcode_test.json")]
+    assert all(p.test_kinds == {"call"} for p in got) and len(got) == 200
+    for p in got:
+        for have, want in exec_call(p, p.reference_solutions[0]):
+            assert have == want, p.id
+
+
+def test_leetcode_unconvertible_assert_keeps_the_check_functional(shared_data):
+    ref, row = rows(shared_data / "rllm_leetcode_test.json")[0]
+    src = row["tests"]["functional"].replace("== 5\n", "== {5}\n")  # a set cannot be JSON
+    p = convert("leetcode", ref, row | {"tests": {"functional": src}})
+    (test,) = p.tests
+    assert test.kind == "functional" and test.input.startswith("def check(candidate):")
+    assert "== {5}" in test.input and "check(Solution()" not in test.input
+
+
+# ------------------------------------------------------------------ TACO / APPS (real rows re-shaped)
+
+
+def test_taco_and_apps_rows(shared_data):
+    for ref, row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+        io = json.loads(pickle.loads(zlib.decompress(base64.b64decode(row["test"])))["input_output"])
+        if io["fn_name"]:  # TACO/APPS call rows: a list of arguments in, the value wrapped in a list out
+            io = io | {
+                "inputs": [[json.loads(x) for x in i.split("\n")] for i in io["inputs"]],
+                "outputs": [[json.loads(o)] for o in io["outputs"]],
+            }
+        taco = {"question": "q", "input_output": json.dumps(io), "solutions": json.dumps(["print(1)", ""]),
+                "starter_code": "", "difficulty": "EASY", "source": "codeforces", "date": "2023-01-02",
+                "time_limit": "2 seconds", "memory_limit": "256 megabytes", "tags": ["math"]}
+        apps = {"problem_id": 7, "question": "q", "input_output": json.dumps(io), "solutions": "[]",
+                "starter_code": "", "difficulty": "interview", "url": "https://atcoder.jp/contests/abc301/tasks/a"}
+        expected = convert("lcb", ref, row)
+        for fmt, r in (("taco", taco), ("apps", apps)):
+            assert detect(r).name == fmt
+            p = convert(fmt, ref, r)
+            assert [(t.input, t.kind) for t in p.tests] == [(t.input, t.kind) for t in expected.tests]
+            assert [json.loads(t.output) if t.kind == "call" else t.output for t in p.tests] == [
+                json.loads(t.output) if t.kind == "call" else t.output for t in expected.tests
+            ]
+        t = convert("taco", ref, taco)
+        assert t.reference_solutions == ["print(1)"] and t.meta["time_limit_s"] == 2.0 and t.date == "2023-01-02"
+        assert convert("apps", ref, apps).platform == "atcoder" and convert("apps", ref, apps).id == "7"
+
+
+# ------------------------------------------------------------------ HumanEval, mcoder
+
+
+def test_humaneval_from_the_installed_package():
+    src = Source(str(package_file()), "jsonl")
+    got = [convert("humaneval", ref, row) for ref, row in src.rows()]
+    assert len(got) == 164 and got[0].id == "HumanEval/0" and len({p.id for p in got}) == 164
+    for p in got:
+        assert p.tests[0].kind == "functional" and p.starter_code == p.question and p.fn_name
+        ns: dict[str, Any] = {}
+        exec(p.reference_solutions[0], ns)
+        exec(p.tests[0].input, ns)  # helpers of the prompt (poly for HumanEval/32) come along
+        ns["check"](ns[p.fn_name])
+
+
+def test_mcoder_format_is_read_strictly(tmp_path):
+    good = {"id": "a", "source": "s", "question": "q", "tests": [{"input": "1", "output": "1"}], "schema": 1}
+    ref = RowRef("x.jsonl", "x", 0, line=9)
+    assert convert("mcoder", ref, good).tests[0].kind == "stdin"
+    with pytest.raises(DataError) as e:
+        convert("mcoder", ref, good | {"tests": [{"input": 1, "output": "1"}]})
+    assert e.value.message.startswith("x.jsonl:9, field 'tests[0].input'")
