@@ -92,3 +92,12 @@ def test_mode_flags_that_do_not_fit(tmp_path):
     r = bench("--run-dir", tmp_path, "--run-dir", tmp_path / "b", "--plots")
     assert r.exit_code == 2 and "--out-dir" in r.stderr
     assert bench("--run-dir", tmp_path, "--plots").exit_code == 2  # no metrics.jsonl there
+
+
+def test_verdicts_from_stdin_and_names_that_look_like_markup(tmp_path):
+    problems = write_problems(tmp_path / "p.jsonl", [("[/x]", "[weird]", "easy"), ("ok", "[weird]", "easy")])
+    stdin = "\n".join(verdict_lines({"ok": ["accepted", "wrong_answer"]})) + "\n"
+    r = runner.invoke(app, ["bench", "-p", str(problems), "--verdicts", "-"], input=stdin)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("pass@1 all: 50.0% over 1 problems (2 samples), 1 unevaluated")
+    assert "[weird]" in r.stderr and "(no verdicts, not counted): 1 of 2 problems: [/x]" in r.stderr

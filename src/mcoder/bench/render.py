@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from mcoder.bench.table import ALL, FAILURE_STATUSES, Cell, Table, delta
@@ -84,7 +85,7 @@ def _rich(title: str, header: list[str], rows: list[list[str]]) -> RichTable:
     for i, h in enumerate(header):
         t.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
-        t.add_row(*r, end_section=r[0] == ALL)
+        t.add_row(*map(escape, r), end_section=r[0] == ALL)  # names come from data: no markup
     return t
 
 

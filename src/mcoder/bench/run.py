@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from rich.markup import escape
 
 from mcoder import console
 from mcoder.bench import render
@@ -55,7 +56,7 @@ def bench_table(cfg: BenchConfig, result: BenchResult) -> None:
     for t in render.rich_tables(result.table, result.baseline):
         console.show(t)
     for note in result.notes:
-        console.warn(note)
+        console.warn(escape(note))  # ids and paths come from data: no markup
     result.summary = render.summary(result.table, result.baseline)
     documents = [p for p in (cfg.markdown, cfg.json_out) if p is not None]
     if any(str(p) == "-" for p in documents):
@@ -81,16 +82,16 @@ def table_notes(
             notes.append(
                 f"pass@{k} is not computable for {len(short)} of {len(evaluated)} evaluated problems "
                 f"(fewer than {k} samples, smallest n = {min(t.n for t in short)}); "
-                f"they are left out of the pass@{k} averages"
+                f"they are left out of the pass@{k} averages: " + _ids(sorted(t.id for t in short))
             )
     if table.unevaluated:
         notes.append(
-            f"{len(table.unevaluated)} problems have no verdicts and are not counted (unevaluated): "
+            f"unevaluated (no verdicts, not counted): {len(table.unevaluated)} of {len(tallies)} problems: "
             + _ids(table.unevaluated)
         )
     unknown = sum(1 for t in tallies.values() if t.difficulty == UNKNOWN)
     if unknown:
-        notes.append(f"{unknown} problems have no easy/medium/hard difficulty or rating: column '{UNKNOWN}'")
+        notes.append(f"difficulty not easy/medium/hard or a rating: {unknown} problems, in column '{UNKNOWN}'")
     if base_tallies is not None:
         ours = {t.id for t in evaluated}
         theirs = {t.id for t in base_tallies.values() if t.n > 0}
@@ -130,10 +131,10 @@ def plot_runs(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     runs = [read_run(d, label) for d, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
     for run_ in runs:
         for w in run_.warnings:
-            console.warn(w)
+            console.warn(escape(w))
     figures, notes = build_figures(runs)
     for note in notes:
-        console.info(f"note: {note}")
+        console.info(escape(f"note: {note}"))
     written = save_figures(figures, out_dir)
     for path in written:
         console.emit(str(path))
