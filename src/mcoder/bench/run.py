@@ -91,7 +91,9 @@ def table_notes(
         )
     unknown = sum(1 for t in tallies.values() if t.difficulty == UNKNOWN)
     if unknown:
-        notes.append(f"difficulty not easy/medium/hard or a rating: {unknown} problems, in column '{UNKNOWN}'")
+        notes.append(
+            f"difficulty not easy/medium/hard or a rating: {unknown} problems, in column '{UNKNOWN}'"
+        )
     if base_tallies is not None:
         ours = {t.id for t in evaluated}
         theirs = {t.id for t in base_tallies.values() if t.n > 0}
