@@ -1,0 +1,134 @@
+"""The verify stage: reference solutions run through the real judge (sandboxed workers)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+from dataset_real import examples, real
+
+from mcoder.dataset.verify import VerifyConfig, _Cell, decide, step_up, verify
+from mcoder.records import Problem, Test
+
+pytest.importorskip("mcoder.judge.run", reason="the judge library (mcoder.judge.run) is not in this tree")
+
+
+@pytest.fixture(scope="module")
+def judge():
+    """One warm judge for the module (2 workers, 2 s per test; the cache is off, as verify needs)."""
+    from mcoder.judge.run import Judge
+
+    with Judge(VerifyConfig(workers=2, timeout_s=2.0).judge_config()) as j:
+        yield j
+
+
+def cfg(**kw) -> VerifyConfig:
+    return VerifyConfig(**{"workers": 2, "timeout_s": 2.0, **kw})
+
+
+def with_wrong_test(p: Problem, index: int) -> Problem:
+    tests = list(p.tests)
+    t = tests[index]
+    wrong = "[999999]" if t.kind == "call" else "999999\n"
+    tests[index] = Test(t.input, wrong, t.kind)
+    return dataclasses.replace(p, tests=tests)
+
+
+def test_real_problem_with_one_wrong_test_keeps_its_other_tests(shared_data, judge):
+    leetcode = [p for p in real(shared_data, "rllm_leetcode_test.json") if len(p.tests) >= 3][:4]
+    planted = with_wrong_test(leetcode[0], 1)
+    kept, result = verify([planted, *leetcode[1:]], cfg(runs=2), judge)
+    assert [p.id for p in kept] == [p.id for p in leetcode]
+    fixed = kept[0]
+    assert fixed.tests == [t for i, t in enumerate(leetcode[0].tests) if i != 1]
+    assert fixed.meta["verify_dropped_tests"] == [{"test": 1, "why": "no_reference_passes"}]
+    assert fixed.meta["verified"] is True and len(fixed.meta["ref_time_s"]) == len(fixed.tests)
+    assert all(p.tests == q.tests and "verify_dropped_tests" not in p.meta for p, q in zip(kept[1:], leetcode[1:]))
+    assert result.notes["tests_dropped"] == 1 and result.removals == []
+
+
+def test_own_stdin_problems_verify_and_a_wrong_reference_is_removed(judge):
+    problems = [p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"}][:3]
+    broken = dataclasses.replace(problems[0], id="broken", reference_solutions=["print('nonsense')"])
+    kept, result = verify([*problems, broken], cfg(runs=1), judge)
+    assert [p.id for p in kept] == [p.id for p in problems]
+    assert all(p.tests == q.tests for p, q in zip(kept, problems))
+    (removal,) = result.removals
+    assert removal.problem_id == "broken" and removal.reason == "reference_fails_all_tests"
+    assert removal.detail["statuses"] == ["wrong_answer"]
+
+
+def test_reference_that_times_out_is_reported_not_waited_on(judge):
+    base = next(p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"})
+    slow = dataclasses.replace(base, id="slow", reference_solutions=["while True:\n    pass\n"], tests=base.tests[:2])
+    start = time.monotonic()
+    kept, result = verify([slow], cfg(runs=1), judge)
+    assert time.monotonic() - start < 30  # two tests at a 2 s limit, not forever
+    assert kept == [] and result.removals[0].reason == "reference_fails_all_tests"
+    assert result.removals[0].detail["statuses"] == ["time_limit"]
+    assert result.notes["reference_timeouts"] == [
+        {"id": "slow", "reference": 0, "test": 0, "runs": 1},
+        {"id": "slow", "reference": 0, "test": 1, "runs": 1},
+    ]
+
+
+def test_disagreeing_references_are_flagged_and_the_passing_one_keeps_the_problem(judge):
+    base = next(p for p in examples() if p.id == "mc-stdin-001")  # a + b
+    wrong_on_negatives = "a, b = map(int, input().split())\nprint(abs(a) + abs(b))\n"
+    p = dataclasses.replace(base, reference_solutions=[wrong_on_negatives, *base.reference_solutions])
+    (kept,), result = verify([p], cfg(runs=1), judge)
+    assert kept.tests == base.tests and kept.meta["references_disagree"] is True
+    assert result.notes["references_disagree"] == [base.id]
+
+
+def test_problems_without_references_pass_unverified_unless_required(judge):
+    p = dataclasses.replace(examples()[0], id="noref", reference_solutions=[])
+    (kept,), _ = verify([p], cfg(), judge)
+    assert kept.meta["verified"] is False and kept.tests == p.tests
+    kept, result = verify([p], cfg(require_reference=True), judge)
+    assert kept == [] and result.removals[0].reason == "no_reference"
+
+
+# ---------------------------------------------------------------- the decision, from run results
+
+
+def cells(table: dict[tuple[int, int], list[bool]], seconds: float = 0.1) -> dict[tuple[int, int], _Cell]:
+    return {k: _Cell(v, ["accepted" if ok else "wrong_answer" for ok in v], [seconds] * len(v)) for k, v in table.items()}
+
+
+def problem(n_tests: int, n_refs: int = 1) -> Problem:
+    return Problem("p", "s", "q", [Test(str(i), str(i)) for i in range(n_tests)],
+                   reference_solutions=[f"print({r})" for r in range(n_refs)])
+
+
+def test_flaky_test_is_dropped():
+    runs = {(0, 0): [True, True, True], (0, 1): [True, False, True], (0, 2): [True, True, True]}
+    d = decide(problem(3), cells(runs), VerifyConfig())
+    assert [t.input for t in d.problem.tests] == ["0", "2"]
+    assert d.dropped == [{"id": "p", "test": 1, "why": "flaky"}]
+
+
+def test_too_many_failing_tests_blame_the_reference():
+    runs = {(0, t): [t == 0] for t in range(4)}
+    d = decide(problem(4), cells(runs), VerifyConfig(runs=1))
+    assert d.problem is None and d.removal.reason == "reference_fails_most_tests"
+
+
+def test_no_single_reference_passing_everything_removes_the_problem():
+    runs = {(0, 0): [True], (0, 1): [False], (1, 0): [False], (1, 1): [True]}
+    d = decide(problem(2, 2), cells(runs), VerifyConfig(runs=1, max_drop_fraction=1.0))
+    assert d.problem is None and d.removal.reason == "no_reference_passes_all" and d.disagree
+
+
+def test_reference_time_is_the_fastest_passing_reference_stepped_up():
+    c = cells({(0, 0): [True, True], (1, 0): [True, True]})
+    c[0, 0].seconds = [0.30, 0.41]
+    c[1, 0].seconds = [0.9, 1.2]
+    d = decide(problem(1, 2), c, VerifyConfig(runs=2))
+    assert d.problem.meta["ref_time_s"] == [0.5]
+
+
+@pytest.mark.parametrize("s, step", [(0.0, 0.01), (0.011, 0.02), (0.05, 0.05), (0.051, 0.1), (0.7, 1.0), (3.2, 5.0)])
+def test_step_up(s, step):
+    assert step_up(s) == step
