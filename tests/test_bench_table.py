@@ -135,3 +135,18 @@ def test_unknown_platform_and_difficulty_get_their_own_row_and_column(tmp_path):
     assert t.columns == ["easy", "medium", "hard", UNKNOWN, "all"]
     assert t.cell(UNKNOWN, UNKNOWN).pass_at[1] == 1.0
     assert t.cell().pass_at[1] == 0.5
+
+
+def test_duplicate_problem_id_names_the_line(tmp_path):
+    path = write_problems(tmp_path / "p.jsonl", [("a", "x", "easy"), ("b", "x", "easy"), ("a", "y", "hard")])
+    with pytest.raises(DataError, match=r"p.jsonl:3.*field 'id'"):
+        load_problems(path, BOUNDS)
+
+
+def test_empty_verdicts_leave_every_problem_unevaluated(tmp_path):
+    tallies = fresh_tallies(load_problems(write_problems(tmp_path / "p.jsonl"), BOUNDS))
+    (tmp_path / "v.jsonl").write_text("")
+    assert tally_verdicts(tmp_path / "v.jsonl", tallies, "p") == 0
+    t = build_table(tallies.values(), (1,))
+    assert t.cell().pass_at[1] is None and len(t.unevaluated) == 6
+    assert summary(t, None) == "pass@1 all: n/a over 0 problems (0 samples), 6 unevaluated"

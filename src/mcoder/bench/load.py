@@ -10,18 +10,21 @@ import os
 
 from mcoder.bench.table import ProblemTally, difficulty_bucket, platform_name
 from mcoder.errors import DataError
-from mcoder.jsonl import display_name, iter_objects, read_records
+from mcoder.jsonl import display_name, iter_objects
 from mcoder.records import Problem, Verdict, from_dict
 
 
 def load_problems(path: str | os.PathLike, bounds: tuple[float, float]) -> dict[str, ProblemTally]:
     """An empty tally per problem, by id; a repeated id is a DataError."""
     out: dict[str, ProblemTally] = {}
-    for problem in read_records(path, Problem):
+    name = display_name(path)
+    for lineno, obj in iter_objects(path):
+        try:
+            problem: Problem = from_dict(Problem, obj)
+        except DataError as e:
+            raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
         if problem.id in out:
-            raise DataError(
-                f"duplicate problem id {problem.id!r}", path=display_name(path), hint="ids must be unique"
-            )
+            raise DataError(f"duplicate problem id {problem.id!r}", path=name, line=lineno, field="id")
         out[problem.id] = ProblemTally(
             id=problem.id,
             platform=platform_name(problem.platform),

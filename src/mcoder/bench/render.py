@@ -158,11 +158,13 @@ def _failures_json(table: Table) -> dict[str, Any]:
 def summary(table: Table, baseline: Table | None) -> str:
     """One line for stdout: pass@1 over everything, and the baseline's when given."""
     cell = table.cell()
-    line = f"pass@1 all: {_pct(cell.pass_at[1])}% over {cell.problems} problems ({cell.samples} samples)"
+    value = cell.pass_at[1]
+    shown = "n/a" if value is None else f"{_pct(value)}%"
+    line = f"pass@1 all: {shown} over {cell.problems} problems ({cell.samples} samples)"
     if table.unevaluated:
         line += f", {len(table.unevaluated)} unevaluated"
     if baseline is not None:
         base = baseline.cell().pass_at[1]
         d = delta(table, baseline)[(ALL, ALL)][1]
-        line += f"; baseline {_pct(base)}% ({_signed(d)} points)"
+        line += f"; baseline {'n/a' if base is None else _pct(base) + '%'} ({_signed(d)} points)"
     return line
