@@ -31,15 +31,19 @@ def lcb_compress(obj: Any) -> str:
 
 def exec_call(problem: Problem, code: str) -> list[tuple[Any, Any]]:
     """(got, expected) for each call test, running ``code`` in this process (reference code only)."""
-    preamble = "from typing import *\nfrom collections import *\nfrom itertools import *\nfrom functools import *\n"
+    preamble = (
+        "from typing import *\nfrom collections import *\nfrom itertools import *\nfrom functools import *\n"
+    )
     preamble += "from heapq import *\nfrom bisect import *\nfrom math import *\nfrom string import *\n"
     ns: dict[str, Any] = {}
-    exec(preamble + code, ns)
+    exec(preamble + code, ns)  # noqa: S102 - reference solutions of the data set, on purpose
     fn = getattr(ns["Solution"](), problem.fn_name) if "Solution" in ns else ns[problem.fn_name]
     out = []
     for t in problem.tests:
         got = fn(*[json.loads(line) for line in t.input.split("\n")])
-        out.append((json.loads(json.dumps(list(got) if isinstance(got, tuple) else got)), json.loads(t.output)))
+        out.append(
+            (json.loads(json.dumps(list(got) if isinstance(got, tuple) else got)), json.loads(t.output))
+        )
     return out
 
 
@@ -55,10 +59,14 @@ def test_sandboxfusion_lcb_rows_decode_their_compressed_tests(shared_data):
         assert p.id == json.loads(row["labels"])["task_id"]
         assert p.reference_solutions == []  # 'import sys; sys.exit(0)' is a placeholder, not a solution
         assert "### Question" not in p.question and "### Format" not in p.question
-    by_id = {convert("lcb", *r).id: convert("lcb", *r) for r in rows(shared_data / "sandboxfusion_lcb_v1.jsonl")}
+    by_id = {
+        convert("lcb", *r).id: convert("lcb", *r) for r in rows(shared_data / "sandboxfusion_lcb_v1.jsonl")
+    }
     seniors = by_id["leetcode/2727"]
     assert seniors.fn_name == "countSeniors" and seniors.test_kinds == {"call"}
-    assert seniors.starter_code.startswith("class Solution:\n    def countSeniors(self, details: List[str]) -> int:")
+    assert seniors.starter_code.startswith(
+        "class Solution:\n    def countSeniors(self, details: List[str]) -> int:"
+    )
     assert (seniors.platform, seniors.difficulty) == ("leetcode", "easy")
     assert by_id["atcoder/abc301_a"].test_kinds == {"stdin"} and by_id["atcoder/abc301_a"].starter_code == ""
 
@@ -92,7 +100,9 @@ def test_livecodebench_rows_with_json_or_compressed_private_tests(shared_data, c
         assert detect(row).name == "lcb"
         p = convert("lcb", ref, row)
         expected = convert("lcb", ref, sf_row)
-        assert [(t.input, t.output, t.kind) for t in p.tests] == [(t.input, t.output, t.kind) for t in expected.tests]
+        assert [(t.input, t.output, t.kind) for t in p.tests] == [
+            (t.input, t.output, t.kind) for t in expected.tests
+        ]
         assert p.date == "2023-08-21" and p.meta["public_tests"] == 2 and p.fn_name == expected.fn_name
 
 
@@ -119,11 +129,17 @@ def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(shared_data
     for ref, row in rows(shared_data / "sandboxfusion_code_contests.jsonl"):
         p = convert("codecontests", ref, row)
         cases = json.loads(row["test"])
-        assert [(t.input, t.output) for t in p.tests] == [(c["input"]["stdin"], c["output"]["stdout"]) for c in cases]
+        assert [(t.input, t.output) for t in p.tests] == [
+            (c["input"]["stdin"], c["output"]["stdout"]) for c in cases
+        ]
         labels = json.loads(row["labels"])
         assert p.id == labels["name"] and p.platform == labels["source"].lower()
     first = convert("codecontests", *rows(shared_data / "sandboxfusion_code_contests.jsonl")[3])
-    assert (first.id, first.difficulty, first.meta["source_difficulty"]) == ("1000_A. Codehorses T-shirts", "easy", "A")
+    assert (first.id, first.difficulty, first.meta["source_difficulty"]) == (
+        "1000_A. Codehorses T-shirts",
+        "easy",
+        "A",
+    )
 
 
 def test_rllm_code_contests_parse_limits_and_get_derived_ids(shared_data):
@@ -131,7 +147,10 @@ def test_rllm_code_contests_parse_limits_and_get_derived_ids(shared_data):
     raw = json.loads((shared_data / "rllm_code_contests.json").read_text())
     assert [len(p.tests) for p in got] == [len(r["tests"]["inputs"]) for r in raw]
     assert got[0].id == "rllm_code_contests/0" and got[0].tests[0].input == raw[0]["tests"]["inputs"][0]
-    assert (got[0].meta["time_limit_s"], got[0].meta["memory_limit_mb"]) == (2.0, 512.0)  # {'seconds': 2}, 512000000 Bytes
+    assert (got[0].meta["time_limit_s"], got[0].meta["memory_limit_mb"]) == (
+        2.0,
+        512.0,
+    )  # {'seconds': 2}, 512000000 Bytes
     assert len({p.id for p in got}) == len(got)
 
 
@@ -189,11 +208,27 @@ def test_taco_and_apps_rows(shared_data):
                 "inputs": [[json.loads(x) for x in i.split("\n")] for i in io["inputs"]],
                 "outputs": [[json.loads(o)] for o in io["outputs"]],
             }
-        taco = {"question": "q", "input_output": json.dumps(io), "solutions": json.dumps(["print(1)", ""]),
-                "starter_code": "", "difficulty": "EASY", "source": "codeforces", "date": "2023-01-02",
-                "time_limit": "2 seconds", "memory_limit": "256 megabytes", "tags": ["math"]}
-        apps = {"problem_id": 7, "question": "q", "input_output": json.dumps(io), "solutions": "[]",
-                "starter_code": "", "difficulty": "interview", "url": "https://atcoder.jp/contests/abc301/tasks/a"}
+        taco = {
+            "question": "q",
+            "input_output": json.dumps(io),
+            "solutions": json.dumps(["print(1)", ""]),
+            "starter_code": "",
+            "difficulty": "EASY",
+            "source": "codeforces",
+            "date": "2023-01-02",
+            "time_limit": "2 seconds",
+            "memory_limit": "256 megabytes",
+            "tags": ["math"],
+        }
+        apps = {
+            "problem_id": 7,
+            "question": "q",
+            "input_output": json.dumps(io),
+            "solutions": "[]",
+            "starter_code": "",
+            "difficulty": "interview",
+            "url": "https://atcoder.jp/contests/abc301/tasks/a",
+        }
         expected = convert("lcb", ref, row)
         for fmt, r in (("taco", taco), ("apps", apps)):
             assert detect(r).name == fmt
@@ -203,7 +238,9 @@ def test_taco_and_apps_rows(shared_data):
                 json.loads(t.output) if t.kind == "call" else t.output for t in expected.tests
             ]
         t = convert("taco", ref, taco)
-        assert t.reference_solutions == ["print(1)"] and t.meta["time_limit_s"] == 2.0 and t.date == "2023-01-02"
+        assert (
+            t.reference_solutions == ["print(1)"] and t.meta["time_limit_s"] == 2.0 and t.date == "2023-01-02"
+        )
         assert convert("apps", ref, apps).platform == "atcoder" and convert("apps", ref, apps).id == "7"
 
 
@@ -217,8 +254,8 @@ def test_humaneval_from_the_installed_package():
     for p in got:
         assert p.tests[0].kind == "functional" and p.starter_code == p.question and p.fn_name
         ns: dict[str, Any] = {}
-        exec(p.reference_solutions[0], ns)
-        exec(p.tests[0].input, ns)  # helpers of the prompt (poly for HumanEval/32) come along
+        exec(p.reference_solutions[0], ns)  # noqa: S102 - the canonical solution, on purpose
+        exec(p.tests[0].input, ns)  # noqa: S102 - helpers of the prompt (poly for HumanEval/32) come along
         ns["check"](ns[p.fn_name])
 
 

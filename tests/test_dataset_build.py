@@ -65,7 +65,9 @@ def test_same_inputs_give_the_same_bytes(shared_data, tmp_path):
 
 
 def test_mcoder_format_round_trip(shared_data, tmp_path):
-    _, first = run(tmp_path, shared_data / "sandboxfusion_lcb_v1.jsonl", shared_data / "rllm_leetcode_test.json")
+    _, first = run(
+        tmp_path, shared_data / "sandboxfusion_lcb_v1.jsonl", shared_data / "rllm_leetcode_test.json"
+    )
     tally, again = run(tmp_path, tmp_path / "out.jsonl", name="again.jsonl")
     assert tally.files[0].format == "mcoder"
     assert [to_dict(p) for p in again] == [to_dict(p) for p in first]
@@ -83,7 +85,7 @@ def test_broken_mcoder_line_57_is_reported_as_line_57_with_its_field(shared_data
     with pytest.raises(DataError) as e:
         run(tmp_path, tmp_path / "broken.jsonl", name="x.jsonl")
     assert e.value.line == 57 and e.value.field == "tests[0].kind"
-    assert f"broken.jsonl:57, field 'tests[0].kind'" in e.value.message
+    assert "broken.jsonl:57, field 'tests[0].kind'" in e.value.message
     # What was converted before the bad line stays in the part file for a rerun.
     assert len((tmp_path / "x.jsonl.part").read_text().splitlines()) == 56
 
@@ -121,7 +123,9 @@ def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
     assert reasons["no tests"] == 2 and reasons["inputs and outputs differ in count"] == 2
     assert reasons["duplicate id"] == 4
     assert sum(n for r, n in reasons.items() if r.startswith("fewer than 2")) == sum(
-        1 for r in raw if 0 < len(r["tests"]["inputs"]) < 2 and len(r["tests"]["inputs"]) == len(r["tests"]["outputs"])
+        1
+        for r in raw
+        if 0 < len(r["tests"]["inputs"]) < 2 and len(r["tests"]["inputs"]) == len(r["tests"]["outputs"])
     )
     assert all(len(p.tests) >= 2 for p in got)
     for f in tally.files:
@@ -129,7 +133,9 @@ def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
 
 
 def test_after_keeps_dated_problems_from_that_day(shared_data, tmp_path):
-    rows = [json.loads(line) for line in (shared_data / "sandboxfusion_lcb_v1.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (shared_data / "sandboxfusion_lcb_v1.jsonl").read_text().splitlines()
+    ]
     lcb = [_as_lcb_row(r, compressed=True) for r in rows]
     lcb[0]["contest_date"] = "2023-01-01T00:00:00"
     lcb[1]["contest_date"] = None

@@ -37,8 +37,12 @@ def test_everything_in_shared_data_converts_or_is_skipped_with_a_reason(shared_d
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert r.stdout == f"{out}\t{len(records)}\n"
     assert len({rec["id"] for rec in records}) == len(records)
-    for name, fmt in [("sandboxfusion_lcb_v1.jsonl", "lcb"), ("rllm_leetcode_test.json", "leetcode"),
-                      ("rllm_codeforces.json", "codeforces"), ("rllm_code_contests.json", "codecontests")]:
+    for name, fmt in [
+        ("sandboxfusion_lcb_v1.jsonl", "lcb"),
+        ("rllm_leetcode_test.json", "leetcode"),
+        ("rllm_codeforces.json", "codeforces"),
+        ("rllm_code_contests.json", "codecontests"),
+    ]:
         assert f"{name}: format {fmt} (detected)" in r.stderr.replace("\n", " ")
     assert "README.md" in r.stderr and "not a data file" in r.stderr
 
@@ -50,7 +54,9 @@ def test_everything_in_shared_data_converts_or_is_skipped_with_a_reason(shared_d
         path = Path(f.path)
         assert converted[path.name] == f.converted
         assert converted[path.name] + f.skipped == rows_in(path) == f.rows, path.name
-    assert {reason for (_, reason) in tally.skips} <= {"interactive (judged by an interactor, not by stdin tests)"}
+    assert {reason for (_, reason) in tally.skips} <= {
+        "interactive (judged by an interactor, not by stdin tests)"
+    }
     assert converted["rllm_leetcode_test.json"] == 200 and converted["sandboxfusion_lcb_v1.jsonl"] == 3
 
 
@@ -66,7 +72,9 @@ def test_out_dash_writes_records_to_stdout(shared_data):
     r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl", "--out", "-", "-q")
     assert r.exit_code == 0, r.stderr
     assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == [
-        "codeforces/1873_A", "leetcode/2727", "atcoder/abc301_a"
+        "codeforces/1873_A",
+        "leetcode/2727",
+        "atcoder/abc301_a",
     ]
 
 

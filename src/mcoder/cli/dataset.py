@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "auto",
         min_tests: Annotated[int, typer.Option("--min-tests", help="Skip problems with fewer tests.")] = 0,
         after: Annotated[
-            str | None, typer.Option("--after", help="Skip problems dated before YYYY-MM-DD (and undated ones).")
+            str | None,
+            typer.Option("--after", help="Skip problems dated before YYYY-MM-DD (and undated ones)."),
         ] = None,
         quiet: Quiet = False,
         overwrite: Overwrite = False,

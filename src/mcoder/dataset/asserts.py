@@ -91,7 +91,9 @@ def _call_tests(check: ast.FunctionDef, params: list[str] | None) -> list[Test]:
     candidate = check.args.args[0].arg
     tests = []
     for stmt in check.body:
-        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+        if isinstance(stmt, ast.Pass) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        ):
             continue  # docstrings and pass
         if not isinstance(stmt, ast.Assert):
             raise NotConvertible

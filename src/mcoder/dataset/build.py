@@ -58,7 +58,9 @@ def _sources(config: BuildConfig, tally: Tally) -> list[Source]:
     for path, why in tally.ignored:
         info(f"[yellow]not read:[/] {path}: {why}")
     if not sources:
-        raise UsageError("no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders")
+        raise UsageError(
+            "no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders"
+        )
     return sources
 
 

@@ -31,9 +31,12 @@ class BuildConfig:
             raise UsageError(f"unknown format {self.format!r}", hint=f"use one of: {', '.join(FORMATS)}")
         if not self.sources and self.format != "humaneval":
             raise UsageError(
-                "no SOURCE given", hint="name files or folders to read (only --format humaneval has a default)"
+                "no SOURCE given",
+                hint="name files or folders to read (only --format humaneval has a default)",
             )
         if self.min_tests < 0:
             raise UsageError(f"--min-tests must be 0 or more, got {self.min_tests}")
         if self.after is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", self.after):
-            raise UsageError(f"--after takes a day as YYYY-MM-DD, got {self.after!r}", hint="e.g. --after 2024-08-01")
+            raise UsageError(
+                f"--after takes a day as YYYY-MM-DD, got {self.after!r}", hint="e.g. --after 2024-08-01"
+            )

@@ -75,7 +75,7 @@ class _PlainUnpickler(pickle.Unpickler):
     """Unpickles plain data only. LiveCodeBench pickles a JSON string (SandboxFusion a dict of
     strings); refusing every class keeps a hostile file from running code."""
 
-    def find_class(self, module: str, name: str):  # noqa: D401
+    def find_class(self, module: str, name: str):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only plain data is allowed")
 
 

@@ -10,11 +10,17 @@ from typing import Any
 _PY_BLOCK = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
 _LCB_QUESTION = re.compile(r"### Question:\s*\n(.*?)(?:\n### Format:|\Z)", re.DOTALL)
 _LCB_FORMAT = re.compile(r"### Format:(.*?)(?:\n### Answer:|\Z)", re.DOTALL)
-_COMPLETE_PROMPT = re.compile(r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.DOTALL)
+_COMPLETE_PROMPT = re.compile(
+    r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.DOTALL
+)
 _SOLVE_PREFIX = re.compile(r"\APlease solve the programming task below[^\n]*\n+")
-_TIME_MS = re.compile(r"^Time Limit:[ \t]*([\d.]+)[ \t]*(ms|milliseconds?|s|seconds?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_TIME_MS = re.compile(
+    r"^Time Limit:[ \t]*([\d.]+)[ \t]*(ms|milliseconds?|s|seconds?)[ \t]*$", re.MULTILINE | re.IGNORECASE
+)
 _TIME_DICT = re.compile(r"^Time Limit:[ \t]*(\{.*\})[ \t]*$", re.MULTILINE)
-_MEMORY = re.compile(r"^Memory Limit:[ \t]*([\d.]+)[ \t]*(MB|megabytes|Bytes|KB)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_MEMORY = re.compile(
+    r"^Memory Limit:[ \t]*([\d.]+)[ \t]*(MB|megabytes|Bytes|KB)[ \t]*$", re.MULTILINE | re.IGNORECASE
+)
 _TAGS = re.compile(r"^Tags:[ \t]*\n(\[.*\])[ \t]*$", re.MULTILINE)
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 _INTERACTION_HEADING = re.compile(r"^[ \t]*interaction[ \t]*$", re.MULTILINE)

@@ -64,10 +64,20 @@ def render(t: Tally) -> None:
     files = table("dataset build: files", ("file", "format", "rows", "converted", "skipped"), rows)
     files.columns[0].overflow = "fold"
     show(files)
-    for title, counter in (("source", t.by_source), ("platform", t.by_platform), ("difficulty", t.by_difficulty)):
+    for title, counter in (
+        ("source", t.by_source),
+        ("platform", t.by_platform),
+        ("difficulty", t.by_difficulty),
+    ):
         show(table(f"problems by {title}", (title, "problems"), sorted(counter.items())))
     kinds = sorted(t.tests_by_kind)
-    show(table("tests by kind", ("kind", "problems", "tests"), [(k, t.problems_by_kind[k], t.tests_by_kind[k]) for k in kinds]))
+    show(
+        table(
+            "tests by kind",
+            ("kind", "problems", "tests"),
+            [(k, t.problems_by_kind[k], t.tests_by_kind[k]) for k in kinds],
+        )
+    )
     if t.skips:
         skipped = table("skipped", ("file", "reason", "rows"), [(f, r, n) for (f, r), n in t.skips.items()])
         skipped.columns[0].overflow = skipped.columns[1].overflow = "fold"

@@ -116,7 +116,9 @@ def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
     difficulty, original = difficulty_of(_DIFFICULTIES.get(row.get("difficulty"), row.get("difficulty")))
     limit = row.get("time_limit") or {}
     solutions = row.get("solutions") or {}
-    python3 = [s for lang, s in zip(solutions.get("language", []), solutions.get("solution", [])) if lang == _PYTHON3]
+    python3 = [
+        s for lang, s in zip(solutions.get("language", []), solutions.get("solution", [])) if lang == _PYTHON3
+    ]
     return Problem(
         id=str(need(row, "name", ref)),
         source=SOURCE,

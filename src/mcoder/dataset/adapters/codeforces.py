@@ -22,7 +22,11 @@ def detect(row: dict[str, Any]) -> bool:
 def convert(row: dict[str, Any], ref: RowRef) -> Problem:
     tests = []
     for i, case in enumerate(need(row, "tests", ref, list)):
-        if not (isinstance(case, dict) and isinstance(case.get("input"), str) and isinstance(case.get("output"), str)):
+        if not (
+            isinstance(case, dict)
+            and isinstance(case.get("input"), str)
+            and isinstance(case.get("output"), str)
+        ):
             raise ref.error("expected {input, output} with text values", field=f"tests[{i}]")
         tests.append(Test(input=case["input"], output=case["output"]))
     if not tests:

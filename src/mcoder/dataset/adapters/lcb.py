@@ -69,13 +69,17 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
     tests = []
     for i, case in enumerate(cases):
         where = f"{field}[{i}]"
-        if not isinstance(case, dict) or not isinstance(case.get("input"), str) or not isinstance(
-            case.get("output"), str
+        if (
+            not isinstance(case, dict)
+            or not isinstance(case.get("input"), str)
+            or not isinstance(case.get("output"), str)
         ):
             raise ref.error("expected {input, output, testtype} with text input and output", field=where)
         kind = _KINDS.get(case.get("testtype", "stdin"))
         if kind is None:
-            raise ref.error(f"unknown testtype {case.get('testtype')!r} (known: stdin, functional)", field=where)
+            raise ref.error(
+                f"unknown testtype {case.get('testtype')!r} (known: stdin, functional)", field=where
+            )
         tests.append(Test(input=case["input"], output=case["output"], kind=kind))
     return tests
 

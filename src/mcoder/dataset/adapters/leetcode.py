@@ -56,4 +56,6 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
     )
 
 
-ADAPTER = Adapter("leetcode", "LeetCode with check() asserts and reference solutions (rLLM shape)", detect, convert)
+ADAPTER = Adapter(
+    "leetcode", "LeetCode with check() asserts and reference solutions (rLLM shape)", detect, convert
+)

@@ -44,7 +44,9 @@ def convert_apps(row: dict[str, Any], ref: RowRef) -> Problem:
     url = text(row, "url", ref) or ""
     host = urlparse(url).netloc.lower().split(".")
     platform = (host[-2] if len(host) >= 2 else None) if url else None
-    problem = _convert(row, ref, source="apps", pid=str(need(row, "problem_id", ref, (int, str))), platform=platform)
+    problem = _convert(
+        row, ref, source="apps", pid=str(need(row, "problem_id", ref, (int, str))), platform=platform
+    )
     if url:
         problem.meta["url"] = url
     return problem
@@ -56,7 +58,9 @@ def _convert(row: dict[str, Any], ref: RowRef, *, source: str, pid: str, platfor
         raise ref.error("expected {inputs, outputs, fn_name?}", field="input_output")
     fn_name = io.get("fn_name") or None
     inputs, outputs = io.get("inputs", []), io.get("outputs", [])
-    tests = _call_tests(inputs, outputs, ref) if fn_name else stdin_tests(inputs, outputs, ref, "input_output")
+    tests = (
+        _call_tests(inputs, outputs, ref) if fn_name else stdin_tests(inputs, outputs, ref, "input_output")
+    )
     if not tests:
         raise Skip("no tests")
     solutions = json_value(row.get("solutions") or "[]", ref, "solutions")
@@ -84,7 +88,9 @@ def _call_tests(inputs: Any, outputs: Any, ref: RowRef) -> list[Test]:
     for i, (args, out) in enumerate(zip(inputs, outputs)):
         if not isinstance(args, list):
             raise ref.error("expected the list of arguments of a call", field=f"input_output.inputs[{i}]")
-        tests.append(Test(input=json_arguments(args), output=json.dumps(out[0] if wrapped else out), kind="call"))
+        tests.append(
+            Test(input=json_arguments(args), output=json.dumps(out[0] if wrapped else out), kind="call")
+        )
     return tests
 
 
@@ -102,4 +108,6 @@ def _limits(row: dict[str, Any]) -> dict[str, Any]:
 
 
 TACO = Adapter("taco", "TACO rows (input_output JSON with fn_name; solutions)", detect_taco, convert_taco)
-APPS = Adapter("apps", "APPS rows (problem_id, input_output JSON with fn_name; solutions)", detect_apps, convert_apps)
+APPS = Adapter(
+    "apps", "APPS rows (problem_id, input_output JSON with fn_name; solutions)", detect_apps, convert_apps
+)
