@@ -150,3 +150,19 @@ def test_empty_verdicts_leave_every_problem_unevaluated(tmp_path):
     t = build_table(tallies.values(), (1,))
     assert t.cell().pass_at[1] is None and len(t.unevaluated) == 6
     assert summary(t, None) == "pass@1 all: n/a over 0 problems (0 samples), 6 unevaluated"
+
+
+def test_score_api_returns_tables_and_notes_without_printing(tmp_path, capsys):
+    from mcoder.bench.run import score
+
+    problems = write_problems(tmp_path / "p.jsonl")
+    result = score(
+        problems, write_verdicts(tmp_path / "v.jsonl"), (1, 2), write_verdicts(tmp_path / "b.jsonl", BASELINE)
+    )
+    assert result.table.cell().pass_at[1] == pytest.approx(0.6)
+    assert result.baseline.cell().pass_at[1] == pytest.approx(0.35)
+    assert result.summary.endswith("baseline 35.0% (+25.0 points)")
+    assert any(
+        n.startswith("pass@2 is not computable for 1 of 5") and n.endswith(": p4") for n in result.notes
+    )
+    assert capsys.readouterr() == ("", "")

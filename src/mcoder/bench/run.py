@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from mcoder import console
 from mcoder.bench import render
-from mcoder.bench.config import BenchConfig
+from mcoder.bench.config import DEFAULT_RATING_BOUNDS, BenchConfig
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
 from mcoder.jsonl import display_name
@@ -35,29 +35,42 @@ def run(cfg: BenchConfig) -> BenchResult:
     """Everything the command was asked for, in order: the table, then the plots."""
     result = BenchResult()
     if cfg.wants_table:
-        bench_table(cfg, result)
+        result = score(cfg.problems, cfg.verdicts, cfg.ks, cfg.baseline, cfg.rating_bounds)
+        publish(cfg, result)
     if cfg.plots:
         result.written += plot_runs(cfg.run_dirs, cfg.plots_dir)
     return result
 
 
-def bench_table(cfg: BenchConfig, result: BenchResult) -> None:
-    problems = load_problems(cfg.problems, cfg.rating_bounds)
+def score(
+    problems_path: str | os.PathLike,
+    verdicts_path: str | os.PathLike,
+    ks: tuple[int, ...] = (1,),
+    baseline_path: str | os.PathLike | None = None,
+    rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS,
+) -> BenchResult:
+    """The tables and notes without printing anything: for scripts (benchmarks, the demo)."""
+    result = BenchResult()
+    problems = load_problems(problems_path, rating_bounds)
     tallies = fresh_tallies(problems)
-    tally_verdicts(cfg.verdicts, tallies, display_name(cfg.problems))
-    result.table = build_table(tallies.values(), cfg.ks)
+    tally_verdicts(verdicts_path, tallies, display_name(problems_path))
+    result.table = build_table(tallies.values(), ks)
     base_tallies = None
-    if cfg.baseline is not None:
+    if baseline_path is not None:
         base_tallies = fresh_tallies(problems)
-        tally_verdicts(cfg.baseline, base_tallies, display_name(cfg.problems))
-        result.baseline = build_table(base_tallies.values(), cfg.ks)
+        tally_verdicts(baseline_path, base_tallies, display_name(problems_path))
+        result.baseline = build_table(base_tallies.values(), ks)
     result.notes = table_notes(result.table, tallies, base_tallies)
+    result.summary = render.summary(result.table, result.baseline)
+    return result
 
+
+def publish(cfg: BenchConfig, result: BenchResult) -> None:
+    """Tables and notes on stderr, the summary on stdout, markdown and JSON files when asked."""
     for t in render.rich_tables(result.table, result.baseline):
         console.show(t)
     for note in result.notes:
         console.warn(escape(note))  # ids and paths come from data: no markup
-    result.summary = render.summary(result.table, result.baseline)
     documents = [p for p in (cfg.markdown, cfg.json_out) if p is not None]
     if any(str(p) == "-" for p in documents):
         console.info(result.summary)  # stdout carries the document; keep it parseable
