@@ -22,7 +22,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("reward", "Reward and pass rate", ("reward/mean", "reward/std", "pass_rate")),
     ("status", "Verdict status rates", ("status/*",)),
     ("length", "Response length (tokens)", ("length/mean", "length/max")),
-    ("truncation", "Truncated share and masked outputs", ("truncated_rate", "masked_count")),
+    ("truncation", "Truncated share and masked outputs", ("truncated_rate", "masked_*")),
     ("diversity", "Diversity and sampling temperature", ("diversity/*", "temperature")),
     ("clip", "Clip fractions and importance ratio", ("clip/low", "clip/high", "ratio/mean")),
     ("entropy_kl", "Entropy and KL to the reference", ("entropy", "kl")),
