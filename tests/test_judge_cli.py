@@ -1,0 +1,184 @@
+"""`mcoder judge` as a real command: outputs, exit codes, shards, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mcoder.cli.app import app
+from mcoder.errors import EnvironmentMissing
+from mcoder.judge import sandbox
+
+runner = CliRunner()
+
+PROBLEMS = [
+    {"id": "add", "source": "t", "question": "", "tests": [{"input": "1 2\n", "output": "3\n"},
+                                                           {"input": "5 6\n", "output": "11\n"}]},
+    {"id": "neg", "source": "t", "question": "", "tests": [{"input": "4\n", "output": "-4\n"}]},
+]
+GOOD_ADD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+
+
+@pytest.fixture(autouse=True)
+def _needs_sandbox():
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox on this machine: {e.message}")
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def mcoder(*args: str, **kw) -> subprocess.CompletedProcess:
+    """The command in a process of its own (for kills, users and the real entry point)."""
+    return subprocess.run([sys.executable, "-m", "mcoder", *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def invoke(*args: str):
+    """The command in this process (fast: the checks of flags and data)."""
+    return runner.invoke(app, list(args))
+
+
+def read_verdicts(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def files(tmp_path):
+    problems = write_jsonl(tmp_path / "problems.jsonl", PROBLEMS)
+    rollouts = write_jsonl(tmp_path / "rollouts.jsonl", [
+        {"id": "a", "problem_id": "add", "completion": GOOD_ADD},
+        {"id": "b", "problem_id": "add", "completion": "print(3)"},
+        {"id": "c", "problem_id": "neg", "completion": "```python\nprint(-int(input()))\n```"},
+        {"id": "d", "problem_id": "neg", "completion": "no idea"},
+    ])
+    return problems, rollouts, tmp_path / "verdicts.jsonl"
+
+
+def test_judges_every_rollout(files):
+    problems, rollouts, out = files
+    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "--workers", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(out)
+    got = {v["rollout_id"]: (v["status"], v["reward"]) for v in read_verdicts(out)}
+    assert got == {"a": ("accepted", 1.0), "b": ("wrong_answer", 0.0), "c": ("accepted", 1.0),
+                   "d": ("no_code", 0.0)}
+    assert not Path(str(out) + ".part").exists()
+
+
+def test_summary_table_on_stderr(files):
+    problems, rollouts, out = files
+    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "1")
+    assert r.returncode == 0
+    assert "judge summary" in r.stderr and "pass rate" in r.stderr and "2/4" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--shard", "3/2"], "--shard"), (["--compare", "loose"], "--compare"), (["--reward", "all"], "--reward"),
+     (["--timeout", "0"], "--timeout")],
+)
+def test_bad_flags_exit_2(files, flags, message):
+    problems, rollouts, out = files
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), *flags)
+    assert r.exit_code == 2 and message in r.stderr
+
+
+def test_rollout_of_an_unknown_problem_exits_3_naming_its_line(files, tmp_path):
+    problems, _, out = files
+    rollouts = write_jsonl(tmp_path / "bad.jsonl", [{"id": "a", "problem_id": "add", "completion": "x"},
+                                                     {"id": "b", "problem_id": "gone", "completion": "x"}])
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3
+    assert f"{rollouts}:2" in r.stderr and "problem_id" in r.stderr and "gone" in r.stderr
+
+
+def test_malformed_rollout_exits_3(files, tmp_path):
+    problems, _, out = files
+    rollouts = write_jsonl(tmp_path / "bad.jsonl", [{"id": "a", "problem_id": "add"}])
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3 and "completion" in r.stderr
+
+
+def test_without_root_it_exits_4_and_names_what_is_missing(files):
+    """Run the command as an unprivileged user (where that user can start this Python)."""
+    problems, rollouts, out = files
+    try:
+        probe = subprocess.run([sys.executable, "-c", "import mcoder"], capture_output=True,
+                               preexec_fn=lambda: os.setresuid(65534, 65534, 65534))
+    except PermissionError:  # the interpreter itself lies in a folder closed to other users
+        probe = None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("this Python installation is not readable by an unprivileged user")
+    os.chmod(out.parent, 0o777)
+    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
+               preexec_fn=lambda: os.setresuid(65534, 65534, 65534))
+    assert r.returncode == 4 and "root" in r.stderr and "--unsafe-no-sandbox" in r.stderr
+
+
+def test_check_isolation_names_root_when_not_root(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a fake non-root process: this test runs as root
+    with pytest.raises(EnvironmentMissing, match="root") as e:
+        sandbox.check_isolation()
+    assert e.value.exit_code == 4
+
+
+def test_unsafe_no_sandbox_runs_as_this_user(files):
+    problems, rollouts, out = files
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "1", "--unsafe-no-sandbox",
+               "-q")
+    assert r.exit_code == 0, r.stderr
+    assert [v["status"] for v in read_verdicts(out)].count("accepted") == 2
+
+
+def test_shards_partition_the_rollouts(files, tmp_path):
+    problems, _, _ = files
+    rows = [{"id": f"r{i}", "problem_id": "neg", "completion": "print(-int(input()))"} for i in range(20)]
+    rollouts = write_jsonl(tmp_path / "many.jsonl", rows)
+    seen: list[str] = []
+    for i in range(3):
+        out = tmp_path / f"v{i}.jsonl"
+        r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "--shard", f"{i}/3", "-w", "2",
+                   "-q")
+        assert r.exit_code == 0, r.stderr
+        ids = [v["rollout_id"] for v in read_verdicts(out)]
+        assert ids, "each of 3 shards of 20 ids gets some"
+        seen += ids
+    assert sorted(seen) == sorted(r["id"] for r in rows)  # disjoint and whole
+
+
+def test_resume_after_the_command_is_killed(files, tmp_path):
+    problems, _, _ = files
+    slow = "```python\nimport time\ntime.sleep(0.4)\nprint(-int(input()))  # {}\n```"
+    rows = [{"id": f"r{i}", "problem_id": "neg", "completion": slow.format(i)} for i in range(12)]  # no cache hits
+    rollouts = write_jsonl(tmp_path / "slow.jsonl", rows)
+    out = tmp_path / "v.jsonl"
+    part = Path(str(out) + ".part")
+    args = [sys.executable, "-m", "mcoder", "judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
+            "-w", "1", "-q"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not part.exists() or part.read_text().count("\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = part.read_text().count("\n")
+    assert 3 <= first < 12 and not out.exists()
+
+    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "2")
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stderr
+    ids = [v["rollout_id"] for v in read_verdicts(out)]
+    assert sorted(ids) == sorted(r["id"] for r in rows)  # each once: none lost, none twice
+    assert all(v["status"] == "accepted" for v in read_verdicts(out))
