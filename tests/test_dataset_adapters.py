@@ -266,3 +266,48 @@ def test_mcoder_format_is_read_strictly(tmp_path):
     with pytest.raises(DataError) as e:
         convert("mcoder", ref, good | {"tests": [{"input": 1, "output": "1"}]})
     assert e.value.message.startswith("x.jsonl:9, field 'tests[0].input'")
+
+
+def test_code_contests_hub_rows(shared_data):
+    """SandboxFusion's CodeContests rows re-shaped as the Hub dataset stores them (enum codes)."""
+    for ref, row in rows(shared_data / "sandboxfusion_code_contests.jsonl")[3:6]:
+        labels = json.loads(row["labels"])
+        cases = json.loads(row["test"])
+        ins = [c["input"]["stdin"] for c in cases]
+        outs = [c["output"]["stdout"] for c in cases]
+        hub = {
+            "name": labels["name"],
+            "description": row["content"],
+            "public_tests": {"input": ins[:1], "output": outs[:1]},
+            "private_tests": {"input": ins[1:], "output": outs[1:]},
+            "generated_tests": {"input": [], "output": []},
+            "source": 2,  # CODEFORCES
+            "difficulty": 7 + "ABCDEFGH".index(labels["difficulty"]),
+            "solutions": {"language": [2, 3, 1], "solution": ["int main(){}", "print(input())", "print 1"]},
+            "cf_rating": 1200,
+            "cf_tags": ["math"],
+            "time_limit": {"seconds": 2, "nanos": 500000000},
+            "memory_limit_bytes": 256000000,
+        }
+        assert detect(hub).name == "codecontests"
+        p = convert("codecontests", ref, hub)
+        assert [(t.input, t.output) for t in p.tests] == list(zip(ins, outs))
+        assert (p.id, p.platform, p.difficulty) == (labels["name"], "codeforces", "1200")
+        assert p.reference_solutions == ["print(input())"]  # Python 3 only
+        assert (p.meta["time_limit_s"], p.meta["memory_limit_mb"], p.meta["public_tests"]) == (2.5, 256.0, 1)
+
+
+def test_detection_on_real_rows_is_unambiguous(shared_data):
+    expected = {
+        "sandboxfusion_lcb_v1.jsonl": "lcb",
+        "sandboxfusion_code_contests.jsonl": "codecontests",
+        "rllm_code_contests.json": "codecontests",
+        "rllm_codeforces.json": "codeforces",
+        "rllm_leetcode_test.json": "leetcode",
+    }
+    firsts = {name: rows(shared_data / name)[0][1] for name in expected}
+    firsts["HumanEval.jsonl.gz"] = next(Source(str(package_file()), "jsonl").rows())[1]
+    expected["HumanEval.jsonl.gz"] = "humaneval"
+    for name, row in firsts.items():
+        claimed = [a.name for a in ADAPTERS.values() if a.detect(row)]
+        assert claimed == [expected[name]], name

@@ -58,6 +58,8 @@ def test_everything_in_shared_data_converts_or_is_skipped_with_a_reason(shared_d
         "interactive (judged by an interactor, not by stdin tests)"
     }
     assert converted["rllm_leetcode_test.json"] == 200 and converted["sandboxfusion_lcb_v1.jsonl"] == 3
+    assert not any("This is an interactive problem" in rec["question"] for rec in records)
+    assert sum(f.skipped for f in tally.files) > 0  # the interactive ones, counted with their reason
 
 
 def test_humaneval_without_a_source_reads_the_package(tmp_path):
