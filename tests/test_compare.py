@@ -41,9 +41,25 @@ def test_the_table_is_big_and_covers_the_traps():
     assert len({c["id"] for c in CASES}) == len(CASES)
     categories = {c["category"] for c in CASES}
     for needed in (
-        "float_tolerance", "whitespace", "crlf", "layout", "big_int", "negative_zero", "scientific",
-        "case", "prefix", "extra_output", "missing_line", "reordered", "non_numeric", "empty",
-        "garbage_after", "int_vs_float", "structural", "call_tuples", "call_booleans",
+        "float_tolerance",
+        "whitespace",
+        "crlf",
+        "layout",
+        "big_int",
+        "negative_zero",
+        "scientific",
+        "case",
+        "prefix",
+        "extra_output",
+        "missing_line",
+        "reordered",
+        "non_numeric",
+        "empty",
+        "garbage_after",
+        "int_vs_float",
+        "structural",
+        "call_tuples",
+        "call_booleans",
     ):
         assert needed in categories, needed
     wrong = [c for c in CASES if not c["correct"]]
@@ -66,7 +82,8 @@ def test_microcoder_never_accepts_a_wrong_answer():
 
 def test_microcoder_accepts_what_strict_accepts_when_it_is_correct():
     lost = [
-        c["id"] for c in CASES
+        c["id"]
+        for c in CASES
         if c["correct"] and judge(c, "strict") is not None and judge(c, "microcoder") is None
     ]
     assert lost == []
@@ -146,7 +163,11 @@ ALPHA_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 
 @st.composite
 def outputs(draw):
-    tokens = draw(st.lists(WORD | st.integers().map(str) | st.floats(allow_nan=False).map(repr), min_size=1, max_size=30))
+    tokens = draw(
+        st.lists(
+            WORD | st.integers().map(str) | st.floats(allow_nan=False).map(repr), min_size=1, max_size=30
+        )
+    )
     seps = draw(st.lists(SEPARATOR, min_size=len(tokens), max_size=len(tokens)))
     return tokens, "".join(t + s for t, s in zip(tokens, seps))
 
@@ -188,7 +209,11 @@ def test_dropping_or_adding_a_token_is_rejected(output):
 
 
 JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=12,
 )

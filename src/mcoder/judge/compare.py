@@ -174,8 +174,7 @@ def _tokens_match(exp_lines: list[str], got_lines: list[str], rtol: float, atol:
         if len(exp_lines) != len(got_lines):
             return False
         return all(
-            _token_lists_match(_tokens(e), _tokens(g), rtol, atol)
-            for e, g in zip(exp_lines, got_lines)
+            _token_lists_match(_tokens(e), _tokens(g), rtol, atol) for e, g in zip(exp_lines, got_lines)
         )
     return _token_lists_match(_tokens("\n".join(exp_lines)), _tokens("\n".join(got_lines)), rtol, atol)
 
@@ -248,7 +247,9 @@ def _structural_match(expected: str, got: str, rtol: float, atol: float) -> bool
         except _STRUCTURAL_ERRORS:
             continue
         try:
-            return _values_match(exp_value, got_value, tolerant=True, rtol=rtol, atol=atol, ordered_dicts=True)
+            return _values_match(
+                exp_value, got_value, tolerant=True, rtol=rtol, atol=atol, ordered_dicts=True
+            )
         except RecursionError:
             return False
     return False
@@ -265,7 +266,10 @@ def _parse_json(text: str) -> Any:
         return value
 
     return json.loads(
-        text, parse_constant=reject_constant, parse_float=finite_float, object_pairs_hook=_dict_without_repeats
+        text,
+        parse_constant=reject_constant,
+        parse_float=finite_float,
+        object_pairs_hook=_dict_without_repeats,
     )
 
 
@@ -337,61 +341,50 @@ def _string(literal: str) -> str:
 
 
 def _literal_at(tokens: list[Any], i: int) -> tuple[Any, int]:
-    """The value starting at tokens[i] and the index after it."""
+    """The value starting at tokens[i] and the index after it. Each token is read once, so the
+    cost stays linear whatever the nesting (a hostile output must not stall the judge)."""
     tok = tokens[i]
     if isinstance(tok, tuple):
         return tok[0], i + 1
     if tok not in _CLOSING:
         raise _NotALiteral(f"unexpected {tok!r}")
-    if tok == "{" and tokens[i + 1] != "}" and _is_dict(tokens, i + 1):
-        return _dict_at(tokens, i + 1)
-    items, i, commas = _items_at(tokens, i + 1, _CLOSING[tok])
+    items, values, i, commas = _items_at(tokens, i + 1, _CLOSING[tok])
     if tok == "[":
         return items, i
     if tok == "(":
         if len(items) == 1 and not commas:
             raise _NotALiteral("parentheses that are not a tuple")  # (1) is 1, not what was printed
         return tuple(items), i
-    if not items:
-        return {}, i
+    if values or not items:
+        return _dict_without_repeats(list(zip(items, values))), i
     if len({_canonical(x) for x in items}) != len(items):
         raise _NotALiteral("set with repeated elements")
     return set(items), i
 
 
-def _items_at(tokens: list[Any], i: int, closing: str) -> tuple[list[Any], int, int]:
-    """Comma-separated values up to ``closing``: (values, index after closing, comma count)."""
+def _items_at(tokens: list[Any], i: int, closing: str) -> tuple[list[Any], list[Any], int, int]:
+    """Comma-separated items up to ``closing``: (items, dict values, index after closing, commas).
+    Inside braces, ``key: value`` items make a dict; then every item must have a value."""
     items: list[Any] = []
+    values: list[Any] = []
     commas = 0
     while tokens[i] != closing:
-        value, i = _literal_at(tokens, i)
-        items.append(value)
+        item, i = _literal_at(tokens, i)
+        items.append(item)
+        if closing == "}" and tokens[i] == ":":
+            value, i = _literal_at(tokens, i + 1)
+            values.append(value)
+        if len(values) not in (0, len(items)):
+            raise _NotALiteral("a set item inside a dict or a pair inside a set")
         if tokens[i] == ",":
             commas += 1
             i += 1
+            # A trailing comma is printed only by a one-element tuple: (1,). Elsewhere it is extra text.
+            if tokens[i] == closing and not (closing == ")" and len(items) == 1):
+                raise _NotALiteral("trailing comma")
         elif tokens[i] != closing:
             raise _NotALiteral(f"expected ',' or {closing!r}")
-    return items, i + 1, commas
-
-
-def _is_dict(tokens: list[Any], i: int) -> bool:
-    _, j = _literal_at(tokens, i)
-    return tokens[j] == ":"
-
-
-def _dict_at(tokens: list[Any], i: int) -> tuple[dict, int]:
-    pairs = []
-    while tokens[i] != "}":
-        key, i = _literal_at(tokens, i)
-        if tokens[i] != ":":
-            raise _NotALiteral("expected ':'")
-        value, i = _literal_at(tokens, i + 1)
-        pairs.append((key, value))
-        if tokens[i] == ",":
-            i += 1
-        elif tokens[i] != "}":
-            raise _NotALiteral("expected ',' or '}'")
-    return _dict_without_repeats(pairs), i + 1
+    return items, values, i + 1, commas
 
 
 def _dict_without_repeats(pairs: list[tuple[Any, Any]]) -> dict:
@@ -406,7 +399,7 @@ def _dict_without_repeats(pairs: list[tuple[Any, Any]]) -> dict:
 
 
 def _values_match(e: Any, g: Any, *, tolerant: bool, rtol: float, atol: float, ordered_dicts: bool) -> bool:
-    kw = dict(tolerant=tolerant, rtol=rtol, atol=atol, ordered_dicts=ordered_dicts)
+    kw = {"tolerant": tolerant, "rtol": rtol, "atol": atol, "ordered_dicts": ordered_dicts}
     if isinstance(e, bool) or e is None or isinstance(e, str):
         return type(g) is type(e) and g == e
     if isinstance(e, int):
@@ -518,5 +511,5 @@ def _lcb_call(expected: Any, got: Any) -> str | None:
         got = list(got)
     try:
         return "lcb_equal" if got == expected else None
-    except Exception:  # LCB counts a comparison that raises as a failed test
+    except RecursionError:  # LCB counts a comparison that raises as a failed test
         return None
