@@ -96,6 +96,6 @@ def decontaminate(
             continue
         removals.append(Removal(p.id, "decontaminate", f"benchmark_{hit['by']}", hit))
         matches.append({"id": p.id, **hit})
-    notes = {"ngram": index.n, "min_overlap": min_overlap, "benchmark_problems": len(index.ids),
-             "matches": sorted(matches, key=lambda m: m["id"])}
-    return kept, StageResult("decontaminate", len(problems), len(kept), removals, notes=notes)
+    notes = {"matches": sorted(matches, key=lambda m: m["id"])}
+    params = {"ngram": index.n, "min_overlap": min_overlap, "benchmark_problems": len(index.ids)}
+    return kept, StageResult("decontaminate", len(problems), len(kept), removals, notes=notes, params=params)

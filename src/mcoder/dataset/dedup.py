@@ -176,5 +176,6 @@ def dedup(
     """Exact duplicates first (cheap), then near-duplicates among what is left."""
     kept, removals, exact = exact_duplicates(problems)
     kept, near, clusters = near_duplicates(kept, threshold, shingle_words)
-    notes = {"threshold": threshold, "exact_clusters": exact, "near_clusters": clusters}
-    return kept, StageResult("dedup", len(problems), len(kept), removals + near, notes=notes)
+    notes = {"exact_clusters": exact, "near_clusters": clusters}
+    params = {"threshold": threshold, "shingle_words": shingle_words}
+    return kept, StageResult("dedup", len(problems), len(kept), removals + near, notes=notes, params=params)

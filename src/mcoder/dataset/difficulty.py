@@ -69,5 +69,5 @@ def difficulty_band(
             continue
         kept.append(dataclasses.replace(p, meta={**p.meta, "pass_rate": rate, "pass_samples": samples}))
     rates = sorted(round(counts[p.id][0] / counts[p.id][1], 1) for p in kept)
-    notes = {"band": [lo, hi], "kept_pass_rate_histogram": {f"{r:.1f}": rates.count(r) for r in sorted(set(rates))}}
-    return kept, StageResult("difficulty", len(problems), len(kept), removals, notes=notes)
+    notes = {"kept_pass_rate_histogram": {f"{r:.1f}": rates.count(r) for r in sorted(set(rates))}}
+    return kept, StageResult("difficulty", len(problems), len(kept), removals, notes=notes, params={"band": [lo, hi]})

@@ -110,7 +110,7 @@ def freshness(problems: Sequence[Problem], after: str) -> tuple[list[Problem], S
         return None if p.date[:10] >= after else ("too_old", {"date": p.date[:10]})
 
     kept, result = _per_problem("freshness", problems, check)
-    result.notes = {"after": after}
+    result.params = {"after": after}
     return kept, result
 
 
@@ -143,8 +143,9 @@ def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem
             kept.append(dataclasses.replace(p, meta={**p.meta, "special_judge": True, "special_judge_phrase": phrase}))
         else:
             removals.append(Removal(p.id, "special_judge", "special_judge", {"phrase": phrase}))
-    notes = {"flagged": len(flagged), "kept_flagged": keep}
-    return kept, StageResult("special_judge", len(problems), len(kept), removals, notes=notes)
+    notes = {"flagged": len(flagged)}
+    return kept, StageResult("special_judge", len(problems), len(kept), removals, notes=notes,
+                             params={"keep_special_judge": keep})
 
 
 def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem], StageResult]:
@@ -162,7 +163,8 @@ def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem
         tests = [p.tests[i] for i in sorted(largest)]
         out.append(dataclasses.replace(p, tests=tests, meta={**p.meta, "tests_capped_from": len(p.tests)}))
         capped += 1
-    return out, StageResult("cap_tests", len(problems), len(out), notes={"max_tests": max_tests, "capped": capped})
+    return out, StageResult("cap_tests", len(problems), len(out), notes={"capped": capped},
+                            params={"max_tests": max_tests})
 
 
 # ---------------------------------------------------------------- the stage

@@ -36,7 +36,8 @@ class Removal:
 
 @dataclass(slots=True)
 class StageResult:
-    """Counts in and out of one stage, its removals, its time, and stage-specific notes."""
+    """Counts in and out of one stage, its removals, its time, its settings (``params``) and
+    what it found (``notes``: counts, histograms, lists; they add up when results merge)."""
 
     name: str
     n_in: int
@@ -44,9 +45,60 @@ class StageResult:
     removals: list[Removal] = field(default_factory=list)
     seconds: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def reasons(self) -> dict[str, int]:
         return dict(sorted(Counter(r.reason for r in self.removals).items()))
+
+    def merge(self, other: StageResult) -> None:
+        """Add ``other`` (the same stage on the next chunk of problems) into this result."""
+        self.n_in += other.n_in
+        self.n_out += other.n_out
+        self.removals += other.removals
+        self.seconds += other.seconds
+        self.notes = _merged(self.notes, other.notes)
+        self.params = {**other.params, **self.params}
+
+
+def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out:
+            out[k] = v
+        elif isinstance(v, dict):
+            out[k] = {kk: out[k].get(kk, 0) + vv for kk, vv in v.items()} | {
+                kk: vv for kk, vv in out[k].items() if kk not in v}
+            out[k] = dict(sorted(out[k].items()))
+        else:
+            out[k] = out[k] + v  # numbers add, lists concatenate
+    return out
+
+
+class Histograms:
+    """Counts of problems by source, platform, difficulty, test kind and tests per problem."""
+
+    def __init__(self) -> None:
+        self.problems = self.tests = 0
+        self.counters = {k: Counter() for k in ("source", "platform", "difficulty", "test_kind", "tests_per_problem")}
+
+    def add(self, p: Problem) -> None:
+        c = self.counters
+        self.problems += 1
+        self.tests += len(p.tests)
+        c["source"][p.source] += 1
+        c["platform"][p.platform or "unknown"] += 1
+        c["difficulty"][str(p.difficulty) if p.difficulty is not None else "unknown"] += 1
+        c["test_kind"].update(t.kind for t in p.tests)
+        c["tests_per_problem"][_bucket(len(p.tests))] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"problems": self.problems, "tests": self.tests}
+        for k, c in self.counters.items():
+            out[k] = dict(sorted(c.items()))
+        order = [name for name, _ in TEST_BUCKETS]
+        out["tests_per_problem"] = {b: self.counters["tests_per_problem"][b] for b in order
+                                    if self.counters["tests_per_problem"][b]}
+        return out
 
 
 def _bucket(n: int) -> str:
@@ -59,26 +111,10 @@ def _bucket(n: int) -> str:
 
 def summarize(problems: Iterable[Problem]) -> dict[str, Any]:
     """Histograms of a problem list: source, platform, difficulty, test kinds and counts."""
-    sources, platforms, difficulties, kinds, buckets = Counter(), Counter(), Counter(), Counter(), Counter()
-    n = tests = 0
+    h = Histograms()
     for p in problems:
-        n += 1
-        tests += len(p.tests)
-        sources[p.source] += 1
-        platforms[p.platform or "unknown"] += 1
-        difficulties[str(p.difficulty) if p.difficulty is not None else "unknown"] += 1
-        kinds.update(t.kind for t in p.tests)
-        buckets[_bucket(len(p.tests))] += 1
-    order = [name for name, _ in TEST_BUCKETS]
-    return {
-        "problems": n,
-        "tests": tests,
-        "source": dict(sorted(sources.items())),
-        "platform": dict(sorted(platforms.items())),
-        "difficulty": dict(sorted(difficulties.items())),
-        "test_kind": dict(sorted(kinds.items())),
-        "tests_per_problem": {b: buckets[b] for b in order if buckets[b]},
-    }
+        h.add(p)
+    return h.to_dict()
 
 
 def build_report(
@@ -109,6 +145,7 @@ def build_report(
                 "removed": len(s.removals),
                 "reasons": s.reasons(),
                 "seconds": round(s.seconds, 3),
+                "params": s.params,
                 "notes": s.notes,
             }
             for s in stages
@@ -184,9 +221,11 @@ def _notes_markdown(stages: Sequence[dict[str, Any]]) -> list[str]:
     """Stage notes: scalars as a line each, lists (clusters, matches, flags) as short tables."""
     lines: list[str] = []
     for s in stages:
-        if not s["notes"]:
+        if not s["notes"] and not s["params"]:
             continue
-        lines += [f"## Notes: {s['name']}", ""]
+        lines += [f"## Stage: {s['name']}", ""]
+        if s["params"]:
+            lines += ["settings: " + ", ".join(f"{k}={_cell(v)}" for k, v in sorted(s["params"].items())), ""]
         for key, value in sorted(s["notes"].items()):
             if isinstance(value, list) and value and isinstance(value[0], dict):
                 columns = sorted({k for v in value for k in v})

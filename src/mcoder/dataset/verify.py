@@ -11,8 +11,8 @@ separate judge calls with the execution cache off, so every run really executes.
   harness does not fit it), so the problem is removed instead;
 - references that pass different tests are flagged (``meta["references_disagree"]``);
 - ``meta["ref_time_s"]`` holds, per kept test, the time of the fastest passing reference (its
-  slowest run), rounded up to a 1-2-5 step so that reruns give the same bytes; a time limit of
-  max(1 s, 3 x that) is then safe.
+  slowest run), rounded up to a 1-2-5 step of at least 0.2 s so that reruns give the same bytes (unless a
+  slow reference sits right at a step); a time limit of max(1 s, 3 x that) is then safe.
 
 A reference that runs past the judge's time limit is stopped by the judge (``time_limit``) and
 reported in the notes; nothing waits on it. Problems without reference solutions pass through
@@ -21,6 +21,7 @@ unverified (``meta["verified"] = False``) unless ``require_reference`` is set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from mcoder.dataset.report import Removal, StageResult
 from mcoder.errors import UsageError
 from mcoder.records import Problem, Rollout, Verdict
 
+REF_TIME_FLOOR_S = 0.2
 CHUNK_PROBLEMS = 64  # problems judged per batch: bounds memory and keeps the progress bar moving
 
 
@@ -97,9 +99,13 @@ def _jobs(problems: Sequence[Problem]) -> tuple[dict[str, Problem], list[Rollout
 
 
 def step_up(seconds: float) -> float:
-    """The smallest 1-2-5 step (0.01, 0.02, 0.05, 0.1, ...) at or above ``seconds``."""
-    if seconds <= 0.01:
-        return 0.01
+    """The smallest 1-2-5 step (0.2, 0.5, 1, 2, 5, ...) at or above ``seconds``.
+
+    The floor is 0.2 s: below a third of a second the limit is the 1 s minimum anyway, and
+    measured times that small jitter across steps from run to run.
+    """
+    if seconds <= REF_TIME_FLOOR_S:
+        return REF_TIME_FLOOR_S
     exp = math.floor(math.log10(seconds))
     for m in (1, 2, 5, 10):
         step = round(m * 10.0**exp, 6)
@@ -185,20 +191,34 @@ def _record(cell: _Cell, v: Verdict) -> None:
     cell.seconds.append(v.elapsed_s)
 
 
-def verify(problems: Sequence[Problem], cfg: VerifyConfig, judge=None) -> tuple[list[Problem], StageResult]:
-    """Verify ``problems`` with their references; ``judge`` (an open ``Judge``) is made if None."""
-    from mcoder.console import progress
-
+def verify(
+    problems: Sequence[Problem], cfg: VerifyConfig, judge=None, bar=None
+) -> tuple[list[Problem], StageResult]:
+    """Verify ``problems`` with their references. ``judge``: an open ``Judge`` (one is made and
+    closed if None); ``bar``: a (rich Progress, task id) to advance (its own bar if None)."""
     checked = [p for p in problems if p.reference_solutions and p.tests]
     total = cfg.runs * sum(len(p.tests) * len(p.reference_solutions) for p in checked)
     decisions: dict[str, Decision] = {}
-    with _open_judge(judge, cfg) as j, progress() as bar:
-        task = bar.add_task("verify", total=total)
+    with _open_judge(judge, cfg) as j, _progress(bar, total) as (progress, task):
         for start in range(0, len(checked), CHUNK_PROBLEMS):
             chunk = checked[start : start + CHUNK_PROBLEMS]
-            cells = _run_chunk(j, chunk, cfg, lambda: bar.advance(task))
+            cells = _run_chunk(j, chunk, cfg, lambda: progress.advance(task))
             decisions.update((p.id, decide(p, cells[p.id], cfg)) for p in chunk)
     return _collect(problems, decisions, cfg)
+
+
+@contextlib.contextmanager
+def _progress(bar, total: int):
+    if bar is not None:
+        progress, task = bar
+        known = next(t.total for t in progress.tasks if t.id == task) or 0
+        progress.update(task, total=known + total)
+        yield progress, task
+        return
+    from mcoder.console import progress as make_progress
+
+    with make_progress() as progress:
+        yield progress, progress.add_task("verify", total=total)
 
 
 class _open_judge:
@@ -238,8 +258,6 @@ def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: V
             kept.append(dataclasses.replace(p, meta={**p.meta, "verified": False}))
     ds = [decisions[k] for k in sorted(decisions)]
     notes = {
-        "runs": cfg.runs,
-        "timeout_s": cfg.timeout_s,
         "verified": sum(d.problem is not None for d in ds),
         "unverified_no_reference": unverified,
         "tests_dropped": sum(len(d.dropped) for d in ds if d.problem is not None),
@@ -248,4 +266,5 @@ def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: V
         "references_disagree": [k for k in sorted(decisions) if decisions[k].disagree],
         "reference_timeouts": [x for d in ds for x in d.timeouts],
     }
-    return kept, StageResult("verify", len(problems), len(kept), removals, notes=notes)
+    params = {"runs": cfg.runs, "timeout_s": cfg.timeout_s, "max_drop_fraction": cfg.max_drop_fraction}
+    return kept, StageResult("verify", len(problems), len(kept), removals, notes=notes, params=params)

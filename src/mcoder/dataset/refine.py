@@ -1,0 +1,94 @@
+"""Filter and verify a stream of problems and keep what the build report needs.
+
+``Refiner`` runs the filter steps (and verify) over the problems a build converted, a chunk at a
+time so that a large set never sits in memory whole, except when dedup is on: duplicates can be
+anywhere, so dedup sees every problem at once. The stage results of the chunks add up into one
+per stage, and the histograms of the problems going in and coming out are kept for the report.
+
+    with Refiner(filter_cfg, verify_cfg) as refiner:
+        for problem in refiner.run(problems):
+            writer.write(problem)
+    write_report("report.md", refiner.report(inputs, upstream=[convert_stage]))
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from mcoder.dataset.filter import FilterConfig, filter_steps, run_steps
+from mcoder.dataset.report import Histograms, StageResult, build_report
+from mcoder.dataset.verify import VerifyConfig, verify
+from mcoder.records import Problem
+
+CHUNK = 512  # problems filtered and verified together when no step needs the whole set
+
+
+class Refiner:
+    def __init__(self, filter_cfg: FilterConfig, verify_cfg: VerifyConfig | None = None):
+        self.filter_cfg, self.verify_cfg = filter_cfg, verify_cfg
+        self.steps = filter_steps(filter_cfg)  # benchmark and verdict files are read here, up front
+        self.results: dict[str, StageResult] = {}
+        self.before, self.after = Histograms(), Histograms()
+        self._judge = None
+        self._bar = None
+
+    def __enter__(self) -> Refiner:
+        if self.verify_cfg is not None:
+            from mcoder.console import progress
+            from mcoder.judge.run import Judge
+
+            self._judge = Judge(self.verify_cfg.judge_config()).__enter__()
+            self._progress = progress().__enter__()
+            self._bar = (self._progress, self._progress.add_task("verify", total=0))
+            self.steps.append(lambda ps: verify(ps, self.verify_cfg, self._judge, self._bar))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._progress.__exit__(*exc)
+        if self._judge is not None:
+            self._judge.__exit__(*exc)
+
+    def run(self, problems: Iterable[Problem]) -> Iterator[Problem]:
+        """The problems that pass every step, in input order."""
+        for chunk in _chunks(problems, None if self.filter_cfg.dedup else CHUNK):
+            for p in chunk:
+                self.before.add(p)
+            kept, results = run_steps(chunk, self.steps)
+            for r in results:
+                if r.name in self.results:
+                    self.results[r.name].merge(r)
+                else:
+                    self.results[r.name] = r
+            for p in kept:
+                self.after.add(p)
+                yield p
+
+    def stages(self) -> list[StageResult]:
+        return list(self.results.values())
+
+    def report(self, inputs: Sequence[str], upstream: Sequence[StageResult] = ()) -> dict[str, Any]:
+        """The build report; ``upstream`` are the stages before this one (e.g. conversion)."""
+        return build_report(inputs, [*upstream, *self.stages()], self.before.to_dict(), self.after.to_dict())
+
+
+def _chunks(items: Iterable[Problem], size: int | None) -> Iterator[list[Problem]]:
+    if size is None:
+        chunk = list(items)
+        if chunk:
+            yield chunk
+        return
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def run_filter_verify(
+    problems: Iterable[Problem], filter_cfg: FilterConfig, verify_cfg: VerifyConfig | None = None
+) -> tuple[list[Problem], list[StageResult]]:
+    """The kept problems and the stage results, in one call (for scripts and tests)."""
+    with Refiner(filter_cfg, verify_cfg) as refiner:
+        kept = list(refiner.run(problems))
+    return kept, refiner.stages()

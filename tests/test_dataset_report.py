@@ -1,0 +1,96 @@
+"""The build report: every input problem accounted for, markdown and JSON twins, same bytes on
+a rerun, and chunked runs adding up to the same result as one pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from dataset_real import examples, real
+
+from mcoder.dataset import refine
+from mcoder.dataset.filter import FilterConfig
+from mcoder.dataset.refine import Refiner, run_filter_verify
+from mcoder.dataset.report import Removal, StageResult, build_report, summarize, write_report
+from mcoder.jsonl import RecordWriter
+from mcoder.records import Problem, Test
+
+
+def _without_times(report: dict) -> dict:
+    return {**report, "stages": [{**s, "seconds": 0} for s in report["stages"]]}
+
+
+def test_hand_made_report_adds_up_and_renders(tmp_path):
+    a = Problem("a", "src1", "q", [Test("1", "1")], platform="atcoder", difficulty="easy")
+    b = Problem("b", "src2", "q", [Test("1", "1")] * 12, platform="leetcode")
+    stages = [
+        StageResult("convert", 3, 3),
+        StageResult("dedup", 3, 2, [Removal("c", "dedup", "near_duplicate", {"kept": "a", "similarity": 0.91})],
+                    seconds=0.25, notes={"near_clusters": [{"kept": "a", "removed": ["c"]}]}, params={"threshold": 0.8}),
+    ]
+    c = dataclasses.replace(a, id="c")
+    report = build_report(["x.jsonl"], stages, summarize([a, b, c]), summarize([a, b]))
+    assert report["accounted"] and report["problems_in"] == 3 and report["removed"] == 1
+    assert report["after"]["platform"] == {"atcoder": 1, "leetcode": 1}
+    assert report["after"]["tests_per_problem"] == {"1": 1, "10-49": 1}
+    assert report["before"]["difficulty"] == {"easy": 2, "unknown": 1}
+    md, js = write_report(tmp_path / "r.md", report)
+    assert js.name == "r.json" and json.loads(js.read_text()) == report
+    text = md.read_text()
+    assert "| dedup | 3 | 2 | 1 | near_duplicate: 1 | 0.25 |" in text
+    assert "| c | dedup | near_duplicate | kept=a, similarity=0.91 |" in text
+    assert "settings: threshold=0.8" in text and "every input problem accounted for" in text
+
+
+def test_counts_that_do_not_add_up_are_reported_as_such():
+    p = Problem("a", "s", "q", [Test("1", "1")])
+    stages = [StageResult("dedup", 3, 1, [Removal("b", "dedup", "near_duplicate")])]  # one problem lost
+    report = build_report([], stages, summarize([p] * 3), summarize([p]))
+    assert report["accounted"] is False
+
+
+def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(shared_data, tmp_path):
+    problems = (real(shared_data, "rllm_codeforces.json")[:80] + real(shared_data, "rllm_leetcode_test.json")[:12]
+                + examples()[:6])
+    with RecordWriter(tmp_path / "bench.jsonl", "id", resume=False) as w:
+        w.write_all(examples()[:3])  # three of the inputs are benchmark problems too
+    cfg = FilterConfig(dedup=True, decontaminate=[tmp_path / "bench.jsonl"], max_tests=4)
+    from mcoder.dataset.verify import VerifyConfig
+
+    outputs = []
+    for run in range(2):
+        with Refiner(cfg, VerifyConfig(runs=1, workers=2, timeout_s=5)) as refiner:
+            kept = list(refiner.run(problems))
+        report = refiner.report(["mixed"], [StageResult("convert", len(problems), len(problems))])
+        md, js = write_report(tmp_path / f"r{run}.md", _without_times(report))
+        outputs.append((kept, md.read_bytes(), js.read_bytes()))
+    kept, md_bytes, js_bytes = outputs[0]
+    assert outputs[1][1:] == (md_bytes, js_bytes) and outputs[1][0] == kept
+    assert report["accounted"] and report["problems_out"] == len(kept)
+    removed = [r["id"] for r in report["removals"]]
+    assert sorted(removed + [p.id for p in kept]) == sorted(p.id for p in problems)
+    assert {r["id"] for r in report["removals"] if r["stage"] == "decontaminate"} == {p.id for p in examples()[:3]}
+    assert [s["name"] for s in report["stages"]] == [
+        "convert", "min_tests", "special_judge", "dedup", "decontaminate", "cap_tests", "verify"]
+    assert report["stages"][-1]["notes"]["verified"] == sum(p.meta["verified"] for p in kept) > 0
+    assert not {p.id for p in kept} & set(removed)
+
+
+def test_chunks_add_up_to_the_same_result_as_one_pass(shared_data, monkeypatch):
+    problems = real(shared_data, "rllm_codeforces.json")[:150]
+    cfg = FilterConfig(max_tests=2, min_chars=300)
+    whole = run_filter_verify(problems, dataclasses.replace(cfg))  # 150 < CHUNK: one chunk
+    monkeypatch.setattr(refine, "CHUNK", 7)
+    chunked = run_filter_verify(problems, dataclasses.replace(cfg))
+    assert [p.id for p in whole[0]] == [p.id for p in chunked[0]]
+    for a, b in zip(whole[1], chunked[1], strict=True):
+        assert (a.name, a.n_in, a.n_out, a.removals, a.notes, a.params) == (
+            b.name, b.n_in, b.n_out, b.removals, b.notes, b.params)
+
+
+@pytest.mark.parametrize("name, twin", [("r.md", "r.json"), ("report", "report.json"), ("x.json", "x.json.json")])
+def test_json_twin_name(tmp_path, name, twin):
+    p = Problem("a", "s", "q", [Test("1", "1")])
+    _, js = write_report(tmp_path / name, build_report([], [], summarize([p]), summarize([p])))
+    assert js.name == twin
