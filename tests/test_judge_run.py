@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mcoder.errors import DataError, EnvironmentMissing
@@ -180,3 +182,15 @@ def test_bad_call_test_is_a_data_error(judge):
     p = Problem(id="bad", source="t", question="", fn_name="f", tests=[Test("not json", "1", "call")])
     with pytest.raises(DataError, match="not JSON"):
         judge_one(judge, p, "def f(x): return 1")
+
+
+def test_a_worker_killed_from_outside_is_restarted_and_the_job_rerun():
+    with Judge(_cfg(workers=1)) as j:
+        old = j.pool.workers[0].proc
+        timer = threading.Timer(0.3, old.kill)
+        timer.start()
+        v = judge_one(j, STDIN, "import time\ntime.sleep(1)\nprint(2 * int(input()))")
+        timer.join()
+        assert old.poll() is not None and j.pool.workers[0].proc is not old
+        assert v.status == "accepted", v.first_failure
+        assert judge_one(j, STDIN, "print(3 * int(input()))").status == "wrong_answer"

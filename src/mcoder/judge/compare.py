@@ -18,8 +18,10 @@ a wrong answer). The judge records that name as ``matched_by``.
     ``05`` does not match ``5``, while ``-0`` matches ``0`` and ``+5`` matches ``5``;
   * an expected *float* token (a decimal literal with a ``.`` or an exponent: ``0.5``, ``1.``,
     ``1e5``) accepts any decimal number (integer or float literal, plain or scientific) within
-    ``max(atol, rtol * |expected|)``, computed with ``decimal`` so huge exponents neither overflow
-    nor lose digits. So ``1e5`` matches ``100000`` and ``-0.000`` matches ``0.000``;
+    ``max(atol, rtol * |expected|)``. So ``1e5`` matches ``100000`` and ``-0.000`` matches
+    ``0.000``. The difference is taken in floating point (its 1e-16 relative rounding is far
+    below any judge's tolerance) and with ``decimal`` when a number is past float range, so
+    ``1e999999999`` compares instead of overflowing to ``inf``;
   * every other token must be equal character for character (case-sensitive): ``nan``, ``inf``,
     ``True``/``true``, ``0x10``, ``1_000`` are words, not numbers, so ``inf`` matches only ``inf``
     and a float never matches ``nan``. Expected ``1`` (an integer) never matches ``1.0``.
@@ -27,17 +29,28 @@ a wrong answer). The judge records that name as ``matched_by``.
   Where either side has an interior blank line (a line that is empty between printed lines, for
   instance the answer "empty string" to one query), tokens are compared line by line with equal
   line counts, so a missing or extra empty line is not hidden by the token layout freedom.
-- ``structural``: both whole outputs parse, with the same parser, as a Python literal made only of
-  lists, tuples, sets, dicts, strings, decimal numbers, ``True``/``False``/``None`` (checked on the
-  syntax tree: no ``0x``, ``1_000``, complex, bytes) or, failing that, both as strict JSON (no
-  ``NaN``/``Infinity``); and the top-level value is a container. The values then compare as
-  ``compare_value`` does (lists and tuples alike, floats with tolerance, sets unordered), except
-  that dict keys must appear in the same order as in the expected text. Mixing parsers is not
-  allowed, so ``[True]`` never matches ``[true]``.
+- ``structural``: the expected output is a container literal (starts with ``[``, ``(`` or
+  ``{``) and both outputs parse with the same parser: strict JSON first (no ``NaN``/``Infinity``,
+  no repeated keys, no float literal past float range), else a printed Python literal read by
+  this module's own parser, which takes lists, tuples, sets, dicts, quoted strings (escapes
+  decoded), plain decimal numbers with the sign attached, ``True``/``False``/``None``, and
+  refuses what no ``print`` of a value produces: comments, ``0x10``, ``1_000``, ``1j``,
+  ``b''``, ``'a' 'b'``, ``(1)``, trailing commas other than ``(1,)``, repeated set items or
+  dict keys, text after the literal. The values then compare as ``compare_value`` does (lists
+  and tuples alike, floats with tolerance, sets unordered, integers exact), except that dict
+  keys must come in the same order as in the expected text (a printed order is an order).
+  Mixing parsers is not allowed, so ``[True]`` never matches ``[true]``. The parser reads each
+  token once, so nesting cannot make it slow.
 
 Never accepted: a different case or word, a missing or extra line or token, a prefix of the
-expected output, a correct output followed by anything, reordered tokens, an integer where an
-integer was expected written as a float.
+expected output, a correct output followed by anything, reordered tokens, an expected integer
+printed as a float.
+
+Known limits (kept because loosening them would accept wrong answers): an expected output that
+separates groups with blank lines is not matched by one that drops them (an empty line can be an
+answer); set elements compare exactly, without float tolerance; a problem that accepts several
+answers (a special judge) cannot be graded by text at all. Like LiveCodeBench, ``lines`` ignores
+leading indentation.
 
 ``compare_value`` (call tests) compares ``expected = json.loads(test.output)`` with the return value
 rebuilt by ``ast.literal_eval(repr(value))``: ``value_exact`` when types and values agree exactly,
@@ -47,8 +60,9 @@ are otherwise strict: ``True`` is not ``1``, ``1.0`` is not an expected ``1`` (L
 without duplicates is taken as a set there); an expected list keeps its order. ``nan`` never equals
 anything; ``inf`` only equals the same ``inf``.
 
-``strict`` mode reproduces LiveCodeBench (``lcb_runner/evaluation/testing_util.py``, main branch,
-``grade_stdio`` and ``grade_call_based``); this is a re-implementation of its observable behaviour:
+``strict`` mode reproduces LiveCodeBench (``lcb_runner/evaluation/testing_util.py`` at commit
+8610ffb of LiveCodeBench/LiveCodeBench, ``grade_stdio`` and ``grade_call_based``); this is a
+re-implementation of its observable behaviour, not its code:
 
 - stdin: both texts are ``str.strip()``-ed, split on ``"\\n"``, and each line ``str.strip()``-ed;
   the line counts must agree; each line pair is accepted when equal as strings, otherwise when
@@ -56,7 +70,8 @@ anything; ``inf`` only equals the same ``inf``.
   lists of Decimals are equal (exact equality, no tolerance: ``1.0 == 1``, ``1e5 == 100000``,
   ``Infinity == inf``, but ``0.5`` vs ``0.50000001`` fails and ``NaN`` never equals). A comparison
   that raises (signalling NaN) is a wrong answer, as LCB's runtime error is a failure. Rules:
-  ``exact``, ``lcb_lines`` (all lines equal as strings), ``lcb_decimal``.
+  ``exact`` (identical texts, which LCB accepts too), ``lcb_lines`` (all lines equal as
+  strings), ``lcb_decimal`` (some line needed the Decimal comparison).
 - call: a top-level tuple becomes a list, then Python ``==`` (so ``True == 1`` and ``2.0 == 2``
   pass, nested tuples vs lists fail). Rule: ``lcb_equal``.
 """
@@ -74,6 +89,18 @@ from typing import Any, Literal
 
 Mode = Literal["microcoder", "strict"]
 MODES: tuple[str, ...] = ("microcoder", "strict")
+
+# The names compare_output / compare_value return, per mode (the verdict's matched_by).
+MICROCODER_RULES = (
+    "exact",
+    "whitespace",
+    "lines",
+    "tokens_numeric",
+    "structural",
+    "value_exact",
+    "value_structural",
+)
+STRICT_RULES = ("exact", "lcb_lines", "lcb_decimal", "lcb_equal")
 
 # Tolerances for float comparison; a token/value passes when |got - expected| <= max(atol, rtol*|expected|).
 FLOAT_RTOL = 1e-6

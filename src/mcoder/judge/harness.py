@@ -73,6 +73,7 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None
     if spec["uid"] is not None:
         sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"])
         sandbox.drop_to(spec["uid"])
+    sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
     os.chdir(spec["dir"])
     os.environ.clear()
     os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec["dir"], TMPDIR=spec["dir"], LANG="C.UTF-8")

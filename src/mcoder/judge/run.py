@@ -169,8 +169,9 @@ class Judge:
         return prep
 
     def _run(self, code: str, problem: Problem, prep: _Prepared) -> Outcome:
+        """Run on a free worker; a worker that dies under a job (killed from outside) is restarted
+        and the job runs once more, so that the candidate is not blamed for it."""
         t0 = time.monotonic()
-        grader = _Grader(problem, prep, self.cfg)
         compiled = marshal.dumps(compile(code, "main.py", "exec", dont_inherit=True))
         limits = {
             "timeout_s": self.cfg.timeout_s,
@@ -179,17 +180,21 @@ class Judge:
             "max_output_bytes": int(self.cfg.max_output_mb * (1 << 20)),
             "max_disk_mb": self.cfg.max_disk_mb,
         }
-        with self.pool.acquire() as worker:
-            for kind, indexes, payload in prep.groups:
-                job = {"kind": kind, "code": compiled, "source": code, "fn_name": problem.fn_name,
-                       "limits": limits, "early_exit": self.cfg.early_exit}
-                job["inputs" if kind == "stdin" else "tests"] = payload
-                try:
-                    worker.run(job, lambda res, idx=indexes: grader.take(idx[res["i"]], res))
-                except WorkerDied as e:
-                    grader.worker_died(indexes, str(e))
-                if grader.stopped:
-                    break
+        for attempt in (1, 2):
+            grader = _Grader(problem, prep, self.cfg)
+            try:
+                with self.pool.acquire() as worker:
+                    for kind, indexes, payload in prep.groups:
+                        job = {"kind": kind, "code": compiled, "source": code, "fn_name": problem.fn_name,
+                               "limits": limits, "early_exit": self.cfg.early_exit}
+                        job["inputs" if kind == "stdin" else "tests"] = payload
+                        worker.run(job, lambda res, idx=indexes: grader.take(idx[res["i"]], res))
+                        if grader.stopped:
+                            break
+                return grader.outcome(time.monotonic() - t0)
+            except WorkerDied as e:
+                if attempt == 2:
+                    grader.worker_died([i for i in range(len(problem.tests))], str(e))
         return grader.outcome(time.monotonic() - t0)
 
     def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:

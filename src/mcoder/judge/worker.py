@@ -355,6 +355,9 @@ def setup(cfg: dict) -> None:
         sandbox.expose([r for r in readable if r.startswith("/") and os.path.exists(r)])
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
+    if cfg.get("uid") is not None:
+        sandbox.kill_uid(cfg["uid"])  # whatever a worker before this one (killed from outside) left running
+    _reset_dir(cfg["base"])  # and the folders it left
     sys.dont_write_bytecode = True
     for name in PREIMPORTS:
         __import__(name)
