@@ -80,6 +80,13 @@ def test_out_dash_writes_records_to_stdout(shared_data):
     ]
 
 
+def test_dash_reads_rows_from_stdin(shared_data, tmp_path):
+    rows = (shared_data / "sandboxfusion_lcb_v1.jsonl").read_text()
+    r = runner.invoke(app, ["dataset", "build", "-", "--out", str(tmp_path / "o.jsonl")], input=rows)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == f"{tmp_path / 'o.jsonl'}\t3\n" and "-: format lcb (detected)" in r.stderr
+
+
 def test_usage_errors_exit_2_and_say_what_to_do(shared_data, tmp_path):
     out = tmp_path / "o.jsonl"
     r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl", "--out", out, "--format", "kaggle")

@@ -1,6 +1,6 @@
 """Stage 1a, collect: find the rows of local sources.
 
-A source is a JSONL file, a JSON file (a list of rows, one row, or JSONL under a .json name), a
+A source is a JSONL file (``-``: standard input), a JSON file (a list of rows, one row, or JSONL under a .json name), a
 parquet file (any of them optionally gzip-compressed, parquet excepted), a folder written by
 ``datasets.save_to_disk``, or a folder holding any of these. Each row comes with a ``RowRef``
 that says where it was read, so that a bad row is reported by file and line (JSONL) or row index.
@@ -8,8 +8,10 @@ that says where it was read, so that a bad row is reported by file and line (JSO
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 JSON_SUFFIXES = (".json", ".json.gz")
 PARQUET_SUFFIXES = (".parquet",)
 DATA_SUFFIXES = JSONL_SUFFIXES + JSON_SUFFIXES + PARQUET_SUFFIXES
+STDIN = "-"  # JSONL rows on standard input
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,8 @@ class Source:
 
     @property
     def stem(self) -> str:
+        if self.path == STDIN:
+            return "stdin"
         name = self.name
         for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
             if name.endswith(suffix):
@@ -93,6 +98,9 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     sources: list[Source] = []
     ignored: list[tuple[str, str]] = []
     for p in paths:
+        if p == STDIN:
+            sources.append(Source(STDIN, "jsonl"))
+            continue
         path = Path(p)
         if not path.exists():
             raise UsageError(f"no such file or folder: {p}", hint="check the SOURCE paths")
@@ -135,16 +143,19 @@ def _is_saved_part(path: Path) -> bool:
 
 
 def _open(path: str):
+    if path == STDIN:
+        return contextlib.nullcontext(sys.stdin.buffer)
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
 def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     index = 0
+    name = "<stdin>" if src.path == STDIN else src.path
     with _open(src.path) as f:
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
-            ref = RowRef(src.path, src.stem, index, line=lineno)
+            ref = RowRef(name, src.stem, index, line=lineno)
             yield ref, _as_row(_loads(raw, ref), ref)
             index += 1
 
