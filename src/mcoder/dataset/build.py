@@ -41,10 +41,16 @@ def build(config: BuildConfig) -> Tally:
     """Run the stages and write ``config.out``; returns the counts (also shown as tables)."""
     tally = Tally()
     sources = _sources(config, tally)
+    if config.filter is not None:  # filter, verify and report: mcoder.dataset.full_build
+        from mcoder.dataset.full_build import build_refined
+
+        return build_refined(config, sources, tally)
     with RecordWriter(config.out, Problem.KEY, resume=not config.overwrite) as writer, progress() as bar:
         for row, problem in filter_stage(process(collect(sources, config.format, tally, bar)), config, tally):
             writer.write(as_record(problem))
             tally.convert(row.file, problem)
+    if writer.resumed:
+        info(f"resumed: {writer.resumed} problems were already in {config.out}, {writer.written} added")
     render(tally)
     return tally
 
