@@ -17,7 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcoder.judge.compare import FLOAT_ATOL, FLOAT_RTOL, compare_output, compare_value
+from mcoder.judge.compare import (
+    FLOAT_ATOL,
+    FLOAT_RTOL,
+    MICROCODER_RULES,
+    STRICT_RULES,
+    compare_output,
+    compare_value,
+)
 
 CASES_PATH = Path(__file__).parent / "data" / "compare_cases.jsonl"
 CASES = [json.loads(line) for line in CASES_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -73,6 +80,13 @@ def test_the_table_is_big_and_covers_the_traps():
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_case_gets_the_labelled_rule(case, mode):
     assert judge(case, mode) == case[mode], case["why"]
+
+
+def test_labels_name_only_declared_rules():
+    assert {c["microcoder"] for c in CASES} - {None} <= set(MICROCODER_RULES)
+    assert {c["strict"] for c in CASES} - {None} <= set(STRICT_RULES)
+    # every microcoder rule is exercised by at least one case
+    assert {c["microcoder"] for c in CASES} - {None} == set(MICROCODER_RULES)
 
 
 def test_microcoder_never_accepts_a_wrong_answer():

@@ -6,12 +6,14 @@ a wrong answer). The judge records that name as ``matched_by``.
 ``microcoder`` mode (the default) tries these rules in order and stops at the first that accepts:
 
 - ``exact``: the two texts are identical.
-- ``whitespace``: equal after CRLF -> LF, dropping trailing spaces/tabs on each line and trailing
-  blank lines.
+- ``whitespace``: equal after CRLF -> LF, dropping trailing whitespace on each line and trailing
+  blank lines. Whitespace is what Python's ``str.split()`` splits on, Unicode spaces included:
+  expected outputs scraped from HTML statements carry non-breaking spaces where programs print
+  plain ones.
 - ``lines``: equal line by line after stripping each line (both ends) and dropping blank lines at
   the start and the end. Interior blank lines still count.
-- ``tokens_numeric``: equal token by token (tokens split on ASCII whitespace, so one token per line
-  and space-separated layouts match), with numeric tolerance:
+- ``tokens_numeric``: equal token by token (tokens split on whitespace, so one token per line and
+  space-separated layouts match), with numeric tolerance:
 
   * an expected *integer* token (``[+-]?[0-9]+``) needs an integer token of the same value, compared
     as digit strings (big integers are exact, never through float); the digit count must agree, so
@@ -106,8 +108,6 @@ STRICT_RULES = ("exact", "lcb_lines", "lcb_decimal", "lcb_equal")
 FLOAT_RTOL = 1e-6
 FLOAT_ATOL = 1e-6
 
-_WS = " \t\r\f\v"  # ASCII whitespace other than newline; Unicode spaces are characters of the output
-_TOKEN_SPLIT = re.compile(r"[ \t\n\r\f\v]+")
 _INT = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Wide exponent range: a candidate printing 1e999999999 must compare, not overflow.
@@ -178,7 +178,7 @@ def _check_mode(mode: str) -> None:
 
 def _normalised_lines(text: str) -> list[str]:
     """CRLF -> LF, trailing whitespace of each line dropped, trailing blank lines dropped."""
-    lines = [line.rstrip(_WS) for line in text.replace("\r\n", "\n").split("\n")]
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     while lines and not lines[-1]:
         lines.pop()
     return lines
@@ -186,7 +186,7 @@ def _normalised_lines(text: str) -> list[str]:
 
 def _stripped_lines(lines: list[str]) -> list[str]:
     """Each line stripped at both ends; blank lines at the start and the end dropped."""
-    out = [line.strip(_WS) for line in lines]
+    out = [line.strip() for line in lines]
     start = 0
     while start < len(out) and not out[start]:
         start += 1
@@ -207,7 +207,9 @@ def _tokens_match(exp_lines: list[str], got_lines: list[str], rtol: float, atol:
 
 
 def _tokens(line: str) -> list[str]:
-    return [tok for tok in _TOKEN_SPLIT.split(line) if tok]
+    # Python's whitespace, Unicode included: expected outputs scraped from HTML carry non-breaking
+    # spaces where the program prints plain ones.
+    return line.split()
 
 
 def _token_lists_match(exp: list[str], got: list[str], rtol: float, atol: float) -> bool:
@@ -265,7 +267,7 @@ _STRUCTURAL_ERRORS = (_NotALiteral, ValueError, TypeError, IndexError, Recursion
 def _structural_match(expected: str, got: str, rtol: float, atol: float) -> bool:
     # JSON first: it parses in C. The first parser that reads both texts decides; mixing them
     # would let [True] match [true].
-    if expected.lstrip(" \t\n\r\f\v")[:1] not in ("[", "(", "{"):
+    if expected.lstrip()[:1] not in ("[", "(", "{"):
         return False  # a bare scalar or plain text is the token rule's business
     for parse in (_parse_json, _parse_python_literal):
         try:
@@ -319,7 +321,7 @@ _CLOSING = {"[": "]", "(": ")", "{": "}"}
 def _parse_python_literal(text: str) -> Any:
     """A printed Python container literal: what ast.literal_eval reads, minus what no program prints
     as an answer (comments, 'a' 'b' concatenation, redundant parentheses, bytes, complex, names)."""
-    if text.lstrip(" \t\n\r\f\v")[:1] not in ("[", "(", "{"):
+    if text.lstrip()[:1] not in ("[", "(", "{"):
         raise _NotALiteral("not a container")  # checked first: most outputs are not literals
     tokens = _literal_tokens(text)
     value, end = _literal_at(tokens, 0)
@@ -331,8 +333,8 @@ def _parse_python_literal(text: str) -> Any:
 def _literal_tokens(text: str) -> list[Any]:
     """Punctuation as its character, every other token as a 1-tuple holding its value."""
     tokens: list[Any] = []
-    pos, end = 0, len(text.rstrip(" \t\n\r\f\v"))
-    for m in _LITERAL_TOKEN.finditer(text, 0, end):
+    pos, end = len(text) - len(text.lstrip()), len(text.rstrip())
+    for m in _LITERAL_TOKEN.finditer(text, pos, end):
         if m.start() != pos:  # finditer skips what it cannot read; a literal has no such gaps
             raise _NotALiteral(f"unexpected text at {pos}")
         pos = m.end()
