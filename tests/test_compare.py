@@ -167,6 +167,16 @@ def test_big_output_is_compared_token_by_token():
     assert compare_output(expected, got + " 0") is None
 
 
+@pytest.mark.timeout(30)
+def test_hostile_literals_are_rejected_without_stalling():
+    # Nested braces once cost 2**depth (each level parsed its first item twice); depth 60 would hang.
+    assert compare_output("{1}", "{" * 60 + "1" + "}" * 60) is None
+    assert compare_output("[1]", "[" * 100_000 + "]" * 100_000) is None  # deeper than Python recurses
+    assert compare_output("[" * 100_000 + "]" * 100_000, "[" * 100_000 + "]" * 100_000) == "exact"
+    assert compare_output("[1, 2]", "(" * 2_000_000) is None  # far longer than any reformatting
+    assert compare_value([[[1]]], ((((1,),),),)) is None
+
+
 # --- properties -------------------------------------------------------------------------------
 
 WORD = st.text(alphabet=st.characters(categories=["L", "N", "P", "S"]), min_size=1, max_size=8)

@@ -261,6 +261,9 @@ class _NotALiteral(Exception):
     pass
 
 
+# A reformatted literal (spacing, quotes, brackets, more float digits) stays within this factor of
+# the expected text's length; a longer output is rejected unparsed.
+_STRUCTURAL_MAX_GROWTH = 8
 _STRUCTURAL_ERRORS = (_NotALiteral, ValueError, TypeError, IndexError, RecursionError, MemoryError)
 
 
@@ -269,6 +272,8 @@ def _structural_match(expected: str, got: str, rtol: float, atol: float) -> bool
     # would let [True] match [true].
     if expected.lstrip()[:1] not in ("[", "(", "{"):
         return False  # a bare scalar or plain text is the token rule's business
+    if len(got) > _STRUCTURAL_MAX_GROWTH * len(expected) + 1024:
+        return False  # reformatting does not grow a literal 8-fold; parsing junk would stall the judge
     for parse in (_parse_json, _parse_python_literal):
         try:
             exp_value = parse(expected)
@@ -333,27 +338,28 @@ def _parse_python_literal(text: str) -> Any:
 def _literal_tokens(text: str) -> list[Any]:
     """Punctuation as its character, every other token as a 1-tuple holding its value."""
     tokens: list[Any] = []
+    append = tokens.append
     pos, end = len(text) - len(text.lstrip()), len(text.rstrip())
     for m in _LITERAL_TOKEN.finditer(text, pos, end):
         if m.start() != pos:  # finditer skips what it cannot read; a literal has no such gaps
             raise _NotALiteral(f"unexpected text at {pos}")
         pos = m.end()
-        kind = m.lastgroup
-        if kind == "punct":
-            tokens.append(m[kind])
-        elif kind == "num":
-            tokens.append((_number(m[kind]),))
-        elif kind == "str":
-            tokens.append((_string(m[kind]),))
+        num, string, name, punct = m.groups()
+        if punct is not None:
+            append(punct)
+        elif num is not None:
+            append((_number(num),))
+        elif string is not None:
+            append((_string(string),))
         else:
-            tokens.append((_CONSTANTS[m[kind]],))
+            append((_CONSTANTS[name],))
     if pos != end:
         raise _NotALiteral(f"unexpected text at {pos}")
     return tokens
 
 
 def _number(literal: str) -> int | float:
-    if _INT.fullmatch(literal):
+    if "." not in literal and "e" not in literal and "E" not in literal:
         return int(literal)  # ValueError past Python's digit limit: no structural verdict then
     value = float(literal)
     if math.isinf(value):
