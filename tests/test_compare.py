@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import json
 import math
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -175,6 +177,45 @@ def test_hostile_literals_are_rejected_without_stalling():
     assert compare_output("[" * 100_000 + "]" * 100_000, "[" * 100_000 + "]" * 100_000) == "exact"
     assert compare_output("[1, 2]", "(" * 2_000_000) is None  # far longer than any reformatting
     assert compare_value([[[1]]], ((((1,),),),)) is None
+
+
+# --- real expected outputs (third-party problem sets; skipped when absent) ---------------------
+
+
+def real_outputs(shared_data: Path) -> list[str]:
+    contests = json.loads((shared_data / "rllm_code_contests.json").read_text(encoding="utf-8"))
+    codeforces = json.loads((shared_data / "rllm_codeforces.json").read_text(encoding="utf-8"))
+    outputs = [out for p in contests for out in p["tests"]["outputs"]]
+    outputs += [t["output"] for p in codeforces for t in p["tests"]]
+    return [out for out in outputs if out.split()]
+
+
+def has_interior_blank_line(text: str) -> bool:
+    return "" in [line.strip() for line in text.strip().split("\n")]
+
+
+def test_real_outputs_reformatted_are_accepted_and_mutated_are_rejected(shared_data):
+    rng = random.Random(0)
+    outputs = real_outputs(shared_data)
+    assert len(outputs) > 1000
+    for expected in outputs:
+        tokens = expected.split()
+        if not has_interior_blank_line(expected):  # the documented limit: blank lines are kept
+            assert compare_output(expected, " ".join(tokens)) is not None
+            assert compare_output(expected, "\r\n".join(t + "  " for t in tokens)) is not None
+        i = rng.randrange(len(tokens))
+        for wrong in (tokens[:i] + [_changed(tokens[i])] + tokens[i + 1 :], tokens[:-1], tokens + ["0"]):
+            assert compare_output(expected, " ".join(wrong)) is None, (expected[:200], i)
+
+
+def _changed(token: str) -> str:
+    """A token that no tolerant rule may take for ``token``."""
+    if re.fullmatch(r"-?[0-9]+", token):
+        return str(int(token) + 1)
+    if re.fullmatch(r"-?[0-9]*\.[0-9]+", token):
+        value = float(token)
+        return repr(value + max(1e-3, abs(value) * 1e-3))
+    return token + "x"
 
 
 # --- properties -------------------------------------------------------------------------------
