@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from dataset_real import examples, real
 
+from dataset_real import examples, real
 from mcoder.dataset.decontam import BenchIndex, decontaminate, load_bench
 from mcoder.dataset.dedup import dedup, exact_duplicates, near_duplicates
 from mcoder.dataset.difficulty import difficulty_band, parse_band, read_pass_counts
@@ -29,10 +29,17 @@ from mcoder.records import Problem, Test, Verdict
 def reworded(p: Problem, new_id: str) -> Problem:
     """A light rewording: a few words swapped, a sentence added, another test and another id."""
     text = p.question
-    for old, new in (("integers", "numbers"), ("print", "output"), ("array", "sequence"), ("given", "handed")):
+    for old, new in (
+        ("integers", "numbers"),
+        ("print", "output"),
+        ("array", "sequence"),
+        ("given", "handed"),
+    ):
         text = text.replace(old, new, 1)
     text = "Here is a task for you. " + text + " Good luck!"
-    return dataclasses.replace(p, id=new_id, question=text, tests=[Test("7\n", "7\n")], reference_solutions=[])
+    return dataclasses.replace(
+        p, id=new_id, question=text, tests=[Test("7\n", "7\n")], reference_solutions=[]
+    )
 
 
 def ids(problems) -> list[str]:
@@ -67,9 +74,14 @@ def test_distinct_problems_are_not_near_duplicates():
 def test_exact_duplicates_by_normalised_statement_and_by_identical_tests():
     base = examples()[0]
     same_text = dataclasses.replace(
-        base, id="spaced", question="  " + base.question.upper().replace(" ", "  ") + "\n", tests=base.tests[:1]
+        base,
+        id="spaced",
+        question="  " + base.question.upper().replace(" ", "  ") + "\n",
+        tests=base.tests[:1],
     )
-    same_tests = dataclasses.replace(base, id="same-tests", question="A different statement entirely about sums.")
+    same_tests = dataclasses.replace(
+        base, id="same-tests", question="A different statement entirely about sums."
+    )
     other = examples()[1]
     kept, removals, clusters = exact_duplicates([base, same_text, same_tests, other])
     assert ids(kept) == [base.id, other.id]
@@ -95,7 +107,9 @@ def _write(path, problems):
 
 
 def test_planted_benchmark_problem_is_caught_by_decontamination(shared_data, tmp_path):
-    bench = real(shared_data, "rllm_code_contests.json") + real(shared_data, "sandboxfusion_code_contests.jsonl")
+    bench = real(shared_data, "rllm_code_contests.json") + real(
+        shared_data, "sandboxfusion_code_contests.jsonl"
+    )
     bench_file = _write(tmp_path / "bench.jsonl", bench)
     target = bench[40]
     planted = reworded(target, "looks-new")
@@ -113,23 +127,33 @@ def test_planted_benchmark_problem_is_caught_by_decontamination(shared_data, tmp
 def test_decontamination_by_identical_test_set(tmp_path):
     bench = examples()[:5]
     index = BenchIndex.build(load_bench([_write(tmp_path / "b.jsonl", bench)]))
-    disguised = dataclasses.replace(bench[2], id="renamed", question="Completely new words here, nothing alike.",
-                                    tests=list(reversed(bench[2].tests)))
+    disguised = dataclasses.replace(
+        bench[2],
+        id="renamed",
+        question="Completely new words here, nothing alike.",
+        tests=list(reversed(bench[2].tests)),
+    )
     kept, result = decontaminate([*examples()[5:10], disguised], index)
     assert ids(kept) == ids(examples()[5:10])
     assert result.removals[0].detail == {"benchmark": f"b.jsonl:{bench[2].id}", "by": "tests"}
 
 
-BOILERPLATE = ("The first line contains a single integer t, the number of test cases. The description of the "
-               "test cases follows. Each test case consists of one line with two integers n and m.")
-PRIMES = ("Alice collects prime numbers. She writes down every prime strictly between m and n on a long paper "
-          "strip, then asks Bob how many digits the strip holds in total. Bob is slow at arithmetic and wants "
-          "a program that answers quickly even for the largest strips Alice can afford, since she keeps "
-          "buying more paper every week and the numbers grow with each purchase she makes at the shop. ")
-GRID = ("A robot stands in the top left cell of a grid with n rows and m columns. Some cells hold walls and "
-        "the robot may move right or down into a free cell. Find the number of cells on the longest route "
-        "the robot can take before it gets stuck, counting the starting cell, and tell whether the bottom "
-        "right corner lies on some such route, which matters to the engineers who built the robot. ")
+BOILERPLATE = (
+    "The first line contains a single integer t, the number of test cases. The description of the "
+    "test cases follows. Each test case consists of one line with two integers n and m."
+)
+PRIMES = (
+    "Alice collects prime numbers. She writes down every prime strictly between m and n on a long paper "
+    "strip, then asks Bob how many digits the strip holds in total. Bob is slow at arithmetic and wants "
+    "a program that answers quickly even for the largest strips Alice can afford, since she keeps "
+    "buying more paper every week and the numbers grow with each purchase she makes at the shop. "
+)
+GRID = (
+    "A robot stands in the top left cell of a grid with n rows and m columns. Some cells hold walls and "
+    "the robot may move right or down into a free cell. Find the number of cells on the longest route "
+    "the robot can take before it gets stuck, counting the starting cell, and tell whether the bottom "
+    "right corner lies on some such route, which matters to the engineers who built the robot. "
+)
 
 
 def test_boilerplate_alone_is_not_contamination():
@@ -147,7 +171,11 @@ def test_boilerplate_alone_is_not_contamination():
 
 def test_special_judge_flagged_on_real_statements(shared_data):
     problems = real(shared_data, "rllm_codeforces.json") + real(shared_data, "rllm_code_contests.json")
-    multi = [p for p in problems if "If there are multiple answers, print any of them" in " ".join(p.question.split())]
+    multi = [
+        p
+        for p in problems
+        if "If there are multiple answers, print any of them" in " ".join(p.question.split())
+    ]
     tolerance = [p for p in problems if "absolute or relative error" in " ".join(p.question.split())]
     assert len(multi) >= 10 and tolerance
     assert all(special_judge_phrase(p.question) for p in multi)
@@ -174,7 +202,12 @@ def test_special_judge_phrases(text, flagged):
 
 
 def test_special_judge_excluded_by_default_and_flagged_when_kept():
-    p = Problem("sj", "s", "Print any permutation. If there are multiple answers, print any of them.", [Test("1", "1")])
+    p = Problem(
+        "sj",
+        "s",
+        "Print any permutation. If there are multiple answers, print any of them.",
+        [Test("1", "1")],
+    )
     q = Problem("plain", "s", "Print the sum of a and b.", [Test("1 2", "3")])
     kept, result = special_judge([p, q], keep=False)
     assert ids(kept) == ["plain"] and result.removals[0].reason == "special_judge"
@@ -197,7 +230,10 @@ def test_freshness_length_and_min_tests():
     assert ids(kept) == ["new", "short"]
     assert {r.problem_id: r.reason for r in result.removals} == {"old": "too_old", "undated": "no_date"}
     kept, result = statement_length(ps, 10, 40)
-    assert ids(kept) == [] and {r.reason for r in result.removals} == {"statement_too_long", "statement_too_short"}
+    assert ids(kept) == [] and {r.reason for r in result.removals} == {
+        "statement_too_long",
+        "statement_too_short",
+    }
     kept, result = min_tests(ps, 2)
     assert ids(kept) == ["new"] and result.n_in == 4 and result.n_out == 1
 
@@ -216,19 +252,32 @@ def test_cap_keeps_the_largest_inputs_in_their_order():
 
 
 def test_difficulty_band_keeps_exactly_the_problems_inside(tmp_path):
-    rates = {"p0": [0, 0, 0, 0], "p25": [1, 0, 0, 0], "p50": [1, 1, 0, 0], "p75": [1, 1, 1, 0], "p100": [1, 1, 1, 1]}
+    rates = {
+        "p0": [0, 0, 0, 0],
+        "p25": [1, 0, 0, 0],
+        "p50": [1, 1, 0, 0],
+        "p75": [1, 1, 1, 0],
+        "p100": [1, 1, 1, 1],
+    }
     problems = [Problem(pid, "s", "q", [Test("1", "1")]) for pid in [*rates, "unjudged"]]
     path = tmp_path / "verdicts.jsonl"
     with RecordWriter(path, "rollout_id", resume=False) as w:
         for pid, passes in rates.items():
             for i, ok in enumerate(passes):
-                w.write(Verdict(f"{pid}-{i}", pid, float(ok), bool(ok), "accepted" if ok else "wrong_answer", ok, 1))
+                w.write(
+                    Verdict(
+                        f"{pid}-{i}", pid, float(ok), bool(ok), "accepted" if ok else "wrong_answer", ok, 1
+                    )
+                )
     kept, result = difficulty_band(problems, read_pass_counts([path]), *parse_band("0.25,0.75"))
     assert ids(kept) == ["p25", "p50", "p75"]
     assert [p.meta["pass_rate"] for p in kept] == [0.25, 0.5, 0.75]
     assert all(p.meta["pass_samples"] == 4 for p in kept)
     assert {r.problem_id: r.reason for r in result.removals} == {
-        "p0": "too_hard", "p100": "too_easy", "unjudged": "no_verdicts"}
+        "p0": "too_hard",
+        "p100": "too_easy",
+        "unjudged": "no_verdicts",
+    }
 
 
 @pytest.mark.parametrize("band", ["0.5", "0.9,0.1", "a,b", "-0.1,0.5"])
@@ -259,5 +308,12 @@ def test_run_filter_is_deterministic_and_accounts_for_every_problem(shared_data,
     removed = [r.problem_id for s in stages for r in s.removals]
     assert len(removed) == len(set(removed))
     assert sorted(removed + ids(first)) == sorted(ids(problems))
-    assert [s.name for s in stages] == ["length", "min_tests", "special_judge", "dedup", "decontaminate", "cap_tests"]
+    assert [s.name for s in stages] == [
+        "length",
+        "min_tests",
+        "special_judge",
+        "dedup",
+        "decontaminate",
+        "cap_tests",
+    ]
     assert all(len(p.tests) <= 5 for p in first)

@@ -7,8 +7,10 @@ import dataclasses
 import json
 
 import pytest
-from dataset_real import examples, real
+from typer.testing import CliRunner
 
+from dataset_real import EXAMPLES, examples, real
+from mcoder.cli.app import app
 from mcoder.dataset import refine
 from mcoder.dataset.filter import FilterConfig
 from mcoder.dataset.refine import Refiner, run_filter_verify
@@ -26,8 +28,15 @@ def test_hand_made_report_adds_up_and_renders(tmp_path):
     b = Problem("b", "src2", "q", [Test("1", "1")] * 12, platform="leetcode")
     stages = [
         StageResult("convert", 3, 3),
-        StageResult("dedup", 3, 2, [Removal("c", "dedup", "near_duplicate", {"kept": "a", "similarity": 0.91})],
-                    seconds=0.25, notes={"near_clusters": [{"kept": "a", "removed": ["c"]}]}, params={"threshold": 0.8}),
+        StageResult(
+            "dedup",
+            3,
+            2,
+            [Removal("c", "dedup", "near_duplicate", {"kept": "a", "similarity": 0.91})],
+            seconds=0.25,
+            notes={"near_clusters": [{"kept": "a", "removed": ["c"]}]},
+            params={"threshold": 0.8},
+        ),
     ]
     c = dataclasses.replace(a, id="c")
     report = build_report(["x.jsonl"], stages, summarize([a, b, c]), summarize([a, b]))
@@ -51,8 +60,11 @@ def test_counts_that_do_not_add_up_are_reported_as_such():
 
 
 def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(shared_data, tmp_path):
-    problems = (real(shared_data, "rllm_codeforces.json")[:80] + real(shared_data, "rllm_leetcode_test.json")[:12]
-                + examples()[:6])
+    problems = (
+        real(shared_data, "rllm_codeforces.json")[:80]
+        + real(shared_data, "rllm_leetcode_test.json")[:12]
+        + examples()[:6]
+    )
     with RecordWriter(tmp_path / "bench.jsonl", "id", resume=False) as w:
         w.write_all(examples()[:3])  # three of the inputs are benchmark problems too
     cfg = FilterConfig(dedup=True, decontaminate=[tmp_path / "bench.jsonl"], max_tests=4)
@@ -70,9 +82,18 @@ def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(shar
     assert report["accounted"] and report["problems_out"] == len(kept)
     removed = [r["id"] for r in report["removals"]]
     assert sorted(removed + [p.id for p in kept]) == sorted(p.id for p in problems)
-    assert {r["id"] for r in report["removals"] if r["stage"] == "decontaminate"} == {p.id for p in examples()[:3]}
+    assert {r["id"] for r in report["removals"] if r["stage"] == "decontaminate"} == {
+        p.id for p in examples()[:3]
+    }
     assert [s["name"] for s in report["stages"]] == [
-        "convert", "min_tests", "special_judge", "dedup", "decontaminate", "cap_tests", "verify"]
+        "convert",
+        "min_tests",
+        "special_judge",
+        "dedup",
+        "decontaminate",
+        "cap_tests",
+        "verify",
+    ]
     assert report["stages"][-1]["notes"]["verified"] == sum(p.meta["verified"] for p in kept) > 0
     assert not {p.id for p in kept} & set(removed)
 
@@ -86,11 +107,75 @@ def test_chunks_add_up_to_the_same_result_as_one_pass(shared_data, monkeypatch):
     assert [p.id for p in whole[0]] == [p.id for p in chunked[0]]
     for a, b in zip(whole[1], chunked[1], strict=True):
         assert (a.name, a.n_in, a.n_out, a.removals, a.notes, a.params) == (
-            b.name, b.n_in, b.n_out, b.removals, b.notes, b.params)
+            b.name,
+            b.n_in,
+            b.n_out,
+            b.removals,
+            b.notes,
+            b.params,
+        )
 
 
-@pytest.mark.parametrize("name, twin", [("r.md", "r.json"), ("report", "report.json"), ("x.json", "x.json.json")])
+@pytest.mark.parametrize(
+    "name, twin", [("r.md", "r.json"), ("report", "report.json"), ("x.json", "x.json.json")]
+)
 def test_json_twin_name(tmp_path, name, twin):
     p = Problem("a", "s", "q", [Test("1", "1")])
     _, js = write_report(tmp_path / name, build_report([], [], summarize([p]), summarize([p])))
     assert js.name == twin
+
+
+# ---------------------------------------------------------------- through the command line
+
+
+def test_cli_build_with_every_stage_writes_a_report_that_accounts_for_every_problem(tmp_path):
+    bench = tmp_path / "bench.jsonl"
+    with RecordWriter(bench, "id", resume=False) as w:
+        w.write_all(examples()[:2])
+    out, md = tmp_path / "p.jsonl", tmp_path / "r.md"
+    args = [
+        "dataset",
+        "build",
+        str(EXAMPLES),
+        "--out",
+        str(out),
+        "--dedup",
+        "--decontaminate",
+        str(bench),
+        "--verify",
+        "--verify-runs",
+        "1",
+        "--max-tests",
+        "6",
+        "--report",
+        str(md),
+        "-q",
+    ]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    report = json.loads(md.with_suffix(".json").read_text())
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert r.stdout.strip() == f"{out}\t{len(written)}"
+    assert report["accounted"] and report["problems_in"] == len(examples()) == 48
+    assert report["problems_out"] == len(written) == 48 - report["removed"]
+    assert {x["id"] for x in report["removals"] if x["stage"] == "decontaminate"} == {
+        p.id for p in examples()[:2]
+    }
+    assert all(rec["meta"]["verified"] and len(rec["tests"]) <= 6 for rec in written)
+    assert "| verify |" in md.read_text()
+
+
+def test_cli_band_without_verdicts_is_a_usage_error(tmp_path):
+    r = CliRunner().invoke(
+        app,
+        [
+            "dataset",
+            "build",
+            str(EXAMPLES),
+            "--out",
+            str(tmp_path / "p.jsonl"),
+            "--keep-pass-rate",
+            "0.1,0.9",
+        ],
+    )
+    assert r.exit_code == 2 and "--difficulty-from" in r.output

@@ -6,8 +6,8 @@ import dataclasses
 import time
 
 import pytest
-from dataset_real import examples, real
 
+from dataset_real import examples, real
 from mcoder.dataset.verify import VerifyConfig, _Cell, decide, step_up, verify
 from mcoder.records import Problem, Test
 
@@ -44,7 +44,9 @@ def test_real_problem_with_one_wrong_test_keeps_its_other_tests(shared_data, jud
     assert fixed.tests == [t for i, t in enumerate(leetcode[0].tests) if i != 1]
     assert fixed.meta["verify_dropped_tests"] == [{"test": 1, "why": "no_reference_passes"}]
     assert fixed.meta["verified"] is True and len(fixed.meta["ref_time_s"]) == len(fixed.tests)
-    assert all(p.tests == q.tests and "verify_dropped_tests" not in p.meta for p, q in zip(kept[1:], leetcode[1:]))
+    assert all(
+        p.tests == q.tests and "verify_dropped_tests" not in p.meta for p, q in zip(kept[1:], leetcode[1:])
+    )
     assert result.notes["tests_dropped"] == 1 and result.removals == []
 
 
@@ -61,7 +63,9 @@ def test_own_stdin_problems_verify_and_a_wrong_reference_is_removed(judge):
 
 def test_reference_that_times_out_is_reported_not_waited_on(judge):
     base = next(p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"})
-    slow = dataclasses.replace(base, id="slow", reference_solutions=["while True:\n    pass\n"], tests=base.tests[:2])
+    slow = dataclasses.replace(
+        base, id="slow", reference_solutions=["while True:\n    pass\n"], tests=base.tests[:2]
+    )
     start = time.monotonic()
     kept, result = verify([slow], cfg(runs=1), judge)
     assert time.monotonic() - start < 30  # two tests at a 2 s limit, not forever
@@ -94,12 +98,20 @@ def test_problems_without_references_pass_unverified_unless_required(judge):
 
 
 def cells(table: dict[tuple[int, int], list[bool]], seconds: float = 0.1) -> dict[tuple[int, int], _Cell]:
-    return {k: _Cell(v, ["accepted" if ok else "wrong_answer" for ok in v], [seconds] * len(v)) for k, v in table.items()}
+    return {
+        k: _Cell(v, ["accepted" if ok else "wrong_answer" for ok in v], [seconds] * len(v))
+        for k, v in table.items()
+    }
 
 
 def problem(n_tests: int, n_refs: int = 1) -> Problem:
-    return Problem("p", "s", "q", [Test(str(i), str(i)) for i in range(n_tests)],
-                   reference_solutions=[f"print({r})" for r in range(n_refs)])
+    return Problem(
+        "p",
+        "s",
+        "q",
+        [Test(str(i), str(i)) for i in range(n_tests)],
+        reference_solutions=[f"print({r})" for r in range(n_refs)],
+    )
 
 
 def test_flaky_test_is_dropped():
@@ -129,6 +141,8 @@ def test_reference_time_is_the_fastest_passing_reference_stepped_up():
     assert d.problem.meta["ref_time_s"] == [1.0]
 
 
-@pytest.mark.parametrize("s, step", [(0.0, 0.2), (0.05, 0.2), (0.2, 0.2), (0.21, 0.5), (0.7, 1.0), (3.2, 5.0), (20, 20)])
+@pytest.mark.parametrize(
+    "s, step", [(0.0, 0.2), (0.05, 0.2), (0.2, 0.2), (0.21, 0.5), (0.7, 1.0), (3.2, 5.0), (20, 20)]
+)
 def test_step_up(s, step):
     assert step_up(s) == step

@@ -35,6 +35,68 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--after", help="Skip problems dated before YYYY-MM-DD (and undated ones)."),
         ] = None,
+        dedup: Annotated[
+            bool, typer.Option("--dedup", help="Remove exact and MinHash near-duplicates.")
+        ] = False,
+        dedup_threshold: Annotated[
+            float,
+            typer.Option("--dedup-threshold", help="Statement similarity (Jaccard) of near-duplicates."),
+        ] = 0.8,
+        decontaminate: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--decontaminate", help="Benchmark problems JSONL to remove from the set (repeatable)."
+            ),
+        ] = None,
+        ngram: Annotated[int, typer.Option("--ngram", help="Word n-gram size of decontamination.")] = 13,
+        decontam_min_overlap: Annotated[
+            float,
+            typer.Option(
+                "--decontam-min-overlap", help="Share of a statement's n-grams that marks a benchmark match."
+            ),
+        ] = 0.5,
+        min_chars: Annotated[
+            int, typer.Option("--min-chars", help="Remove statements shorter than this.")
+        ] = 0,
+        max_chars: Annotated[
+            int | None, typer.Option("--max-chars", help="Remove statements longer than this.")
+        ] = None,
+        keep_special_judge: Annotated[
+            bool,
+            typer.Option(
+                "--keep-special-judge", help="Keep problems that accept several outputs (flagged in meta)."
+            ),
+        ] = False,
+        max_tests: Annotated[
+            int | None, typer.Option("--max-tests", help="Cap tests per problem, keeping the largest inputs.")
+        ] = None,
+        difficulty_from: Annotated[
+            list[Path] | None,
+            typer.Option("--difficulty-from", help="Verdicts JSONL of the target model on these problems."),
+        ] = None,
+        keep_pass_rate: Annotated[
+            str | None,
+            typer.Option("--keep-pass-rate", help="LO,HI: keep problems whose pass rate is in the band."),
+        ] = None,
+        verify: Annotated[
+            bool, typer.Option("--verify", help="Run reference solutions; drop tests none passes.")
+        ] = False,
+        verify_runs: Annotated[
+            int, typer.Option("--verify-runs", help="Runs per reference and test (flaky tests differ).")
+        ] = 3,
+        verify_timeout: Annotated[
+            float, typer.Option("--verify-timeout", help="Seconds a reference may take on one test.")
+        ] = 10.0,
+        unsafe_no_sandbox: Annotated[
+            bool,
+            typer.Option(
+                "--unsafe-no-sandbox", help="Run references unsandboxed (only inside outer isolation)."
+            ),
+        ] = False,
+        report: Annotated[
+            Path | None,
+            typer.Option("--report", help="Build report (markdown; a .json twin is written beside)."),
+        ] = None,
         quiet: Quiet = False,
         overwrite: Overwrite = False,
     ) -> None:
@@ -43,7 +105,28 @@ def register(app: typer.Typer) -> None:
         from mcoder.console import emit
         from mcoder.dataset.build import build as run_build
         from mcoder.dataset.config import BuildConfig
+        from mcoder.dataset.full_build import stage_configs
 
+        filter_cfg, verify_cfg = stage_configs(
+            min_tests=min_tests,
+            after=after,
+            dedup=dedup,
+            dedup_threshold=dedup_threshold,
+            decontaminate=decontaminate,
+            ngram=ngram,
+            decontam_min_overlap=decontam_min_overlap,
+            min_chars=min_chars,
+            max_chars=max_chars,
+            keep_special_judge=keep_special_judge,
+            max_tests=max_tests,
+            difficulty_from=difficulty_from,
+            keep_pass_rate=keep_pass_rate,
+            verify=verify,
+            verify_runs=verify_runs,
+            verify_timeout=verify_timeout,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            report=str(report) if report else None,
+        )
         config = BuildConfig(
             sources=[str(s) for s in sources or []],
             out=str(out),
@@ -51,6 +134,9 @@ def register(app: typer.Typer) -> None:
             min_tests=min_tests,
             after=after,
             overwrite=overwrite,
+            filter=filter_cfg,
+            verify=verify_cfg,
+            report=str(report) if report else None,
         )
         tally = run_build(config)
         if config.out != "-":

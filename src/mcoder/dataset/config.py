@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mcoder.errors import UsageError
+
+if TYPE_CHECKING:
+    from mcoder.dataset.filter import FilterConfig
+    from mcoder.dataset.verify import VerifyConfig
 
 
 @dataclass
@@ -23,6 +28,12 @@ class BuildConfig:
     """Skip problems dated before this day (YYYY-MM-DD), and problems without a date."""
     overwrite: bool = False
     """Start over instead of resuming an earlier, unfinished output."""
+    filter: FilterConfig | None = None
+    """The filter stage (dedup, decontamination, special judge, ...); None: the plain streaming build."""
+    verify: VerifyConfig | None = None
+    """Run the reference solutions through the judge (needs ``filter``); None: no verify stage."""
+    report: str | None = None
+    """Write the build report here (markdown) and beside it as JSON (needs ``filter``)."""
 
     def __post_init__(self) -> None:
         from mcoder.dataset.adapters import FORMATS

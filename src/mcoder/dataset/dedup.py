@@ -130,7 +130,9 @@ def _same_key_pairs(keys: Sequence[str | None]) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------- the three checks
 
 
-def exact_duplicates(problems: Sequence[Problem], stage: str = "dedup") -> tuple[list[Problem], list[Removal], list[dict]]:
+def exact_duplicates(
+    problems: Sequence[Problem], stage: str = "dedup"
+) -> tuple[list[Problem], list[Removal], list[dict]]:
     """Remove problems whose normalised statement or whose test set equals another's."""
     keys = [_digest(normalise(p.question)) if words(p.question) else None for p in problems]
     kept, removals, clusters = _resolve(problems, _same_key_pairs(keys), stage, "duplicate_statement")
@@ -157,8 +159,13 @@ def near_duplicates(
     first = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)  # its permutations are made once, shared by all
     for i, p in enumerate(problems):
         # crc32: a fast 32-bit hash in C; MinHash needs uniform 32-bit values, not a secure hash.
-        m = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED, hashfunc=zlib.crc32,
-                    permutations=first.permutations, scheme=first.scheme)
+        m = MinHash(
+            num_perm=NUM_PERM,
+            seed=MINHASH_SEED,
+            hashfunc=zlib.crc32,
+            permutations=first.permutations,
+            scheme=first.scheme,
+        )
         m.update_batch([s.encode("utf-8") for s in shingles(p.question, shingle_words)])
         hashes.append(m)
         lsh.insert(str(i), m)

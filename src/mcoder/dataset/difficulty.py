@@ -65,9 +65,13 @@ def difficulty_band(
         rate = passed / samples
         if not lo <= rate <= hi:
             reason = "too_easy" if rate > hi else "too_hard"
-            removals.append(Removal(p.id, "difficulty", reason, {"pass_rate": round(rate, 4), "samples": samples}))
+            removals.append(
+                Removal(p.id, "difficulty", reason, {"pass_rate": round(rate, 4), "samples": samples})
+            )
             continue
         kept.append(dataclasses.replace(p, meta={**p.meta, "pass_rate": rate, "pass_samples": samples}))
     rates = sorted(round(counts[p.id][0] / counts[p.id][1], 1) for p in kept)
     notes = {"kept_pass_rate_histogram": {f"{r:.1f}": rates.count(r) for r in sorted(set(rates))}}
-    return kept, StageResult("difficulty", len(problems), len(kept), removals, notes=notes, params={"band": [lo, hi]})
+    return kept, StageResult(
+        "difficulty", len(problems), len(kept), removals, notes=notes, params={"band": [lo, hi]}
+    )

@@ -66,7 +66,9 @@ class FilterConfig:
                 hint="a cap below the minimum would remove every capped problem",
             )
         if not 0.0 < self.dedup_threshold <= 1.0:
-            raise UsageError(f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}", hint="e.g. 0.8")
+            raise UsageError(
+                f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}", hint="e.g. 0.8"
+            )
         if self.ngram < 1:
             raise UsageError(f"--ngram must be at least 1, got {self.ngram}", hint="13 is the usual size")
         if bool(self.difficulty_from) != (self.keep_pass_rate is not None):
@@ -82,7 +84,9 @@ def _check_date(text: str) -> None:
     try:
         datetime.date.fromisoformat(text)
     except ValueError:
-        raise UsageError(f"--after takes a date YYYY-MM-DD, got {text!r}", hint="e.g. --after 2024-08-01") from None
+        raise UsageError(
+            f"--after takes a date YYYY-MM-DD, got {text!r}", hint="e.g. --after 2024-08-01"
+        ) from None
 
 
 # ---------------------------------------------------------------- per-problem steps
@@ -127,7 +131,9 @@ def statement_length(problems: Sequence[Problem], min_chars: int, max_chars: int
 
 
 def min_tests(problems: Sequence[Problem], n: int, stage: str = "min_tests"):
-    return _per_problem(stage, problems, lambda p: None if len(p.tests) >= n else ("too_few_tests", {"tests": len(p.tests)}))
+    return _per_problem(
+        stage, problems, lambda p: None if len(p.tests) >= n else ("too_few_tests", {"tests": len(p.tests)})
+    )
 
 
 def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem], StageResult]:
@@ -140,12 +146,15 @@ def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem
             continue
         flagged.append({"id": p.id, "phrase": phrase})
         if keep:
-            kept.append(dataclasses.replace(p, meta={**p.meta, "special_judge": True, "special_judge_phrase": phrase}))
+            kept.append(
+                dataclasses.replace(p, meta={**p.meta, "special_judge": True, "special_judge_phrase": phrase})
+            )
         else:
             removals.append(Removal(p.id, "special_judge", "special_judge", {"phrase": phrase}))
     notes = {"flagged": len(flagged)}
-    return kept, StageResult("special_judge", len(problems), len(kept), removals, notes=notes,
-                             params={"keep_special_judge": keep})
+    return kept, StageResult(
+        "special_judge", len(problems), len(kept), removals, notes=notes, params={"keep_special_judge": keep}
+    )
 
 
 def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem], StageResult]:
@@ -163,8 +172,9 @@ def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem
         tests = [p.tests[i] for i in sorted(largest)]
         out.append(dataclasses.replace(p, tests=tests, meta={**p.meta, "tests_capped_from": len(p.tests)}))
         capped += 1
-    return out, StageResult("cap_tests", len(problems), len(out), notes={"capped": capped},
-                            params={"max_tests": max_tests})
+    return out, StageResult(
+        "cap_tests", len(problems), len(out), notes={"capped": capped}, params={"max_tests": max_tests}
+    )
 
 
 # ---------------------------------------------------------------- the stage

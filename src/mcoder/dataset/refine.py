@@ -26,28 +26,33 @@ CHUNK = 512  # problems filtered and verified together when no step needs the wh
 
 
 class Refiner:
-    def __init__(self, filter_cfg: FilterConfig, verify_cfg: VerifyConfig | None = None):
+    """The filter steps and verify over a stream of problems; ``progress``: a rich Progress to add
+    the verify bar to (one live display at a time), or None for a bar of its own."""
+
+    def __init__(self, filter_cfg: FilterConfig, verify_cfg: VerifyConfig | None = None, progress=None):
         self.filter_cfg, self.verify_cfg = filter_cfg, verify_cfg
         self.steps = filter_steps(filter_cfg)  # benchmark and verdict files are read here, up front
         self.results: dict[str, StageResult] = {}
         self.before, self.after = Histograms(), Histograms()
         self._judge = None
-        self._bar = None
+        self._progress, self._own_progress = progress, None
 
-    def __enter__(self) -> Refiner:
+    def __enter__(self) -> Refiner:  # noqa: PYI034 (no subclasses)
         if self.verify_cfg is not None:
-            from mcoder.console import progress
             from mcoder.judge.run import Judge
 
             self._judge = Judge(self.verify_cfg.judge_config()).__enter__()
-            self._progress = progress().__enter__()
-            self._bar = (self._progress, self._progress.add_task("verify", total=0))
-            self.steps.append(lambda ps: verify(ps, self.verify_cfg, self._judge, self._bar))
+            if self._progress is None:
+                from mcoder.console import progress
+
+                self._progress = self._own_progress = progress().__enter__()
+            bar = (self._progress, self._progress.add_task("verify", total=0))
+            self.steps.append(lambda ps: verify(ps, self.verify_cfg, self._judge, bar))
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._bar is not None:
-            self._progress.__exit__(*exc)
+        if self._own_progress is not None:
+            self._own_progress.__exit__(*exc)
         if self._judge is not None:
             self._judge.__exit__(*exc)
 

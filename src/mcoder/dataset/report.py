@@ -8,6 +8,7 @@ same inputs give the same bytes; the only measured values are the stage times (`
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -67,7 +68,8 @@ def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             out[k] = v
         elif isinstance(v, dict):
             out[k] = {kk: out[k].get(kk, 0) + vv for kk, vv in v.items()} | {
-                kk: vv for kk, vv in out[k].items() if kk not in v}
+                kk: vv for kk, vv in out[k].items() if kk not in v
+            }
             out[k] = dict(sorted(out[k].items()))
         else:
             out[k] = out[k] + v  # numbers add, lists concatenate
@@ -79,7 +81,9 @@ class Histograms:
 
     def __init__(self) -> None:
         self.problems = self.tests = 0
-        self.counters = {k: Counter() for k in ("source", "platform", "difficulty", "test_kind", "tests_per_problem")}
+        self.counters = {
+            k: Counter() for k in ("source", "platform", "difficulty", "test_kind", "tests_per_problem")
+        }
 
     def add(self, p: Problem) -> None:
         c = self.counters
@@ -96,8 +100,9 @@ class Histograms:
         for k, c in self.counters.items():
             out[k] = dict(sorted(c.items()))
         order = [name for name, _ in TEST_BUCKETS]
-        out["tests_per_problem"] = {b: self.counters["tests_per_problem"][b] for b in order
-                                    if self.counters["tests_per_problem"][b]}
+        out["tests_per_problem"] = {
+            b: self.counters["tests_per_problem"][b] for b in order if self.counters["tests_per_problem"][b]
+        }
         return out
 
 
@@ -130,7 +135,7 @@ def build_report(
     removed = sum(len(s.removals) for s in stages)
     problems_in = stages[0].n_in if stages else before["problems"]
     chain_ok = all(s.n_in - len(s.removals) == s.n_out for s in stages)
-    linked = all(a.n_out == b.n_in for a, b in zip(stages, stages[1:]))
+    linked = all(a.n_out == b.n_in for a, b in itertools.pairwise(stages))
     return {
         "inputs": [str(i) for i in inputs],
         "problems_in": problems_in,
@@ -159,10 +164,14 @@ def build_report(
 def write_report(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``report`` as markdown at ``path`` and as JSON beside it (same name, ``.json``)."""
     md_path = Path(path)
-    json_path = md_path.with_suffix(".json") if md_path.suffix != ".json" else md_path.with_suffix(".json.json")
+    json_path = (
+        md_path.with_suffix(".json") if md_path.suffix != ".json" else md_path.with_suffix(".json.json")
+    )
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text(render_markdown(report), encoding="utf-8")
-    json_path.write_text(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    json_path.write_text(
+        json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return md_path, json_path
 
 
@@ -179,7 +188,7 @@ def _md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str
 
 
 def _histogram_rows(before: dict[str, int], after: dict[str, int]) -> list[tuple[str, int, int]]:
-    keys = sorted(set(before) | set(after), key=lambda k: (k not in before, k))
+    keys = [*before, *(k for k in after if k not in before)]  # summarize's order: sorted, or by bucket
     return [(k, before.get(k, 0), after.get(k, 0)) for k in keys]
 
 
@@ -191,23 +200,36 @@ def render_markdown(report: dict[str, Any]) -> str:
     before, after = report["before"], report["after"]
     lines = ["# Dataset build report", ""]
     lines += [f"Inputs: {', '.join(report['inputs']) or '(none)'}", ""]
+    account = "every input problem accounted for" if report["accounted"] else "COUNTS DO NOT ADD UP"
     lines += [
-        f"Problems in: **{report['problems_in']}**, out: **{report['problems_out']}**, "
-        f"removed: **{report['removed']}** "
-        f"({'every input problem accounted for' if report['accounted'] else 'COUNTS DO NOT ADD UP'}).",
+        (
+            f"Problems in: **{report['problems_in']}**, out: **{report['problems_out']}**, "
+            f"removed: **{report['removed']}** ({account})."
+        ),
         f"Tests in: {before['tests']}, out: {after['tests']}.",
         "",
         "## Stages",
         "",
     ]
     rows = [
-        (s["name"], s["in"], s["out"], s["removed"], ", ".join(f"{k}: {v}" for k, v in s["reasons"].items()),
-         f"{s['seconds']:.2f}")
+        (
+            s["name"],
+            s["in"],
+            s["out"],
+            s["removed"],
+            ", ".join(f"{k}: {v}" for k, v in s["reasons"].items()),
+            f"{s['seconds']:.2f}",
+        )
         for s in report["stages"]
     ]
     lines += _md_table(("stage", "in", "out", "removed", "reasons", "seconds"), rows)
-    for key, title in (("platform", "Platform"), ("difficulty", "Difficulty"), ("source", "Source"),
-                       ("tests_per_problem", "Tests per problem"), ("test_kind", "Test kinds")):
+    for key, title in (
+        ("platform", "Platform"),
+        ("difficulty", "Difficulty"),
+        ("source", "Source"),
+        ("tests_per_problem", "Tests per problem"),
+        ("test_kind", "Test kinds"),
+    ):
         lines += [f"## {title}", ""]
         lines += _md_table((key, "before", "after"), _histogram_rows(before[key], after[key]))
     lines += _notes_markdown(report["stages"])

@@ -15,7 +15,9 @@ from mcoder.dataset.dedup import words
 _VERB = r"(?:print|output|return|write)"
 _PATTERNS = (
     # "print any of them", "output any such string", "print any" (but not "do not print any ...")
-    re.compile(rf"(?<!not )(?<!n t )(?<!never )\b{_VERB} any\b(?! (?:extra|other characters|spaces|leading|trailing))"),
+    re.compile(
+        rf"(?<!not )(?<!n t )(?<!never )\b{_VERB} any\b(?! (?:extra|other characters|spaces|leading|trailing))"
+    ),
     # "if there are multiple answers", "several correct answers", "multiple possible solutions"
     re.compile(r"\b(?:multiple|several|many|more than one) (?:\w+ ){0,2}(?:answers|solutions)\b"),
     # "find any valid coloring", "reconstruct any correct sequence", "any valid answer"

@@ -58,7 +58,9 @@ class VerifyConfig:
 
     def __post_init__(self) -> None:
         if self.runs < 1:
-            raise UsageError(f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests")
+            raise UsageError(
+                f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests"
+            )
         if not 0.0 <= self.max_drop_fraction <= 1.0:
             raise UsageError(f"max_drop_fraction must be in [0, 1], got {self.max_drop_fraction}")
 
@@ -66,8 +68,12 @@ class VerifyConfig:
         from mcoder.judge.config import JudgeConfig
 
         return JudgeConfig(
-            workers=self.workers, timeout_s=self.timeout_s, memory_mb=self.memory_mb, early_exit=True,
-            cache_size=0, unsafe_no_sandbox=self.unsafe_no_sandbox,
+            workers=self.workers,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            early_exit=True,
+            cache_size=0,
+            unsafe_no_sandbox=self.unsafe_no_sandbox,
         )
 
 
@@ -133,12 +139,17 @@ def decide(p: Problem, cells: dict[tuple[int, int], _Cell], cfg: VerifyConfig) -
     refs, tests = range(len(p.reference_solutions)), range(len(p.tests))
     timeouts = [
         {"id": p.id, "reference": r, "test": t, "runs": cells[r, t].statuses.count("time_limit")}
-        for r in refs for t in tests if "time_limit" in cells[r, t].statuses
+        for r in refs
+        for t in tests
+        if "time_limit" in cells[r, t].statuses
     ]
     flaky = {t for t in tests if any(len(set(cells[r, t].passed)) > 1 for r in refs)}
     good = [t for t in tests if t not in flaky and any(all(cells[r, t].passed) for r in refs)]
-    dropped = [{"id": p.id, "test": t, "why": "flaky" if t in flaky else "no_reference_passes"}
-               for t in tests if t not in good]
+    dropped = [
+        {"id": p.id, "test": t, "why": "flaky" if t in flaky else "no_reference_passes"}
+        for t in tests
+        if t not in good
+    ]
     out = Decision(None, None, dropped, timeouts)
     patterns = {tuple(all(cells[r, t].passed) for t in tests) for r in refs}
     out.disagree = len(patterns) > 1
