@@ -122,6 +122,13 @@ def test_early_exit_stops_at_the_first_failure(judge):
     assert v.status == "wrong_answer" and v.tests_passed == 1 and v.first_failure["index"] == 1
 
 
+def test_early_exit_stops_the_test_already_started(judge):
+    # stdin tests run one ahead of the comparison; a stop kills the next test instead of waiting for it
+    v = judge_one(judge, STDIN, "import time\nn = int(input())\nif n == 5:\n    time.sleep(60)\nprint(n)")
+    assert v.status == "wrong_answer" and v.first_failure["index"] == 0
+    assert v.elapsed_s < 2.5  # not the 3 s time limit of the sleeping second test
+
+
 def test_fraction_reward_runs_every_test():
     with Judge(_cfg(reward="fraction", early_exit=False, workers=1)) as j:
         v = judge_one(j, STDIN, "n = int(input())\nprint(2 * n if n < 5 else 0)")

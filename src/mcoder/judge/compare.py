@@ -247,10 +247,13 @@ def _numbers_close(exp: str, got: str, rtol: float, atol: float) -> bool:
 
 
 def _decimal_close(exp: str, got: str, rtol: float, atol: float) -> bool:
-    e, g = Decimal(exp), Decimal(got)
-    diff = _DECIMAL_CTX.abs(_DECIMAL_CTX.subtract(g, e))
-    bound = max(Decimal(atol), _DECIMAL_CTX.multiply(Decimal(rtol), _DECIMAL_CTX.abs(e)))
-    return diff <= bound
+    try:
+        e, g = Decimal(exp), Decimal(got)
+        diff = _DECIMAL_CTX.abs(_DECIMAL_CTX.subtract(g, e))
+        bound = max(Decimal(atol), _DECIMAL_CTX.multiply(Decimal(rtol), _DECIMAL_CTX.abs(e)))
+        return diff <= bound
+    except decimal.DecimalException:  # an exponent past 10**999999999999999999: equal text only
+        return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None
     os.setsid()
     for fd, target in ((stdin_fd, 0), (out_w, 1), (err_w, 2), (res_w, REPORT_FD)):
         os.dup2(fd, target)
-    os.closerange(REPORT_FD + 1, 1 << 16)
+    sandbox.close_fds_from(REPORT_FD + 1)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)

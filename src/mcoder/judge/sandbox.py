@@ -156,6 +156,21 @@ def expose(roots: list[str]) -> None:
             os.close(fd)
 
 
+_SYS_CLOSE_RANGE = 436
+
+
+def close_fds_from(first: int) -> None:
+    """Close every fd >= ``first``: one close_range call (an fd-by-fd loop costs milliseconds)."""
+    if _libc.syscall(_SYS_CLOSE_RANGE, ctypes.c_uint(first), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(0)) == 0:
+        return
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) >= first:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
+
+
 def unshare(flags: int) -> None:
     if _libc.unshare(ctypes.c_int(flags)) != 0:
         raise _oserror("unshare")

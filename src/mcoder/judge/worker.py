@@ -76,8 +76,9 @@ class Child:
         self.status: int | None = None
         self.maxrss_kb = 0
 
-    def next_event(self, deadline: float) -> str:
-        """'report' (a line is ready), 'exit', 'timeout' or 'output_limit'."""
+    def next_event(self, deadline: float, watch: int | None = None) -> str:
+        """'report' (a line is ready), 'exit', 'timeout', 'output_limit', or 'watch' when the
+        ``watch`` fd (the judge's pipe) has something to read."""
         while True:
             if b"\n" in self.res:
                 return "report"
@@ -88,7 +89,10 @@ class Child:
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout"
-            ready, _, _ = select.select([*self.fds, self.pidfd], [], [], left)
+            extra = [self.pidfd] if watch is None else [self.pidfd, watch]
+            ready, _, _ = select.select([*self.fds, *extra], [], [], left)
+            if watch is not None and watch in ready:
+                return "watch"
             for fd in ready:
                 if fd == self.pidfd:
                     self._exited()
@@ -226,30 +230,54 @@ def _exit_outcome(status: int | None) -> dict:
 
 
 def run_stdin_job(proto: Protocol, job: dict) -> None:
+    """One fresh process per test. With early exit the next test starts while the judge is still
+    comparing the last one (its answer is read when it comes); a 'stop' kills that test."""
     timeout = job["limits"]["timeout_s"]
     cpu = int(timeout) + 1
+    pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i, data in enumerate(job["inputs"]):
         if i:
             _reset_dir(job["dir"])  # each test starts as if the program ran alone
         t0 = time.monotonic()
         child = fork_child(job, cpu, data, lambda: harness.run_stdin(job["code"]))
-        event = child.next_event(t0 + timeout)
-        rep = None
-        if event == "report":
-            rep = child.pop_report()
-            event = child.next_event(t0 + timeout)  # the exit that follows the report
-            if event == "report":
-                event = "exit"  # a candidate writing extra reports: the first one counts
-        child.kill()
-        child.close()
+        try:
+            event, rep, pending, go_on = _watch_stdin_test(proto, child, t0 + timeout, pending)
+            if pending:
+                go_on, pending = bool(proto.recv()), False
+        finally:
+            child.kill()
+            child.close()
+        if not go_on:
+            return  # the judge stopped at the previous test: this one is discarded
         res = outcome(child, event, rep)
         if res["status"] == "ok" and event == "exit" and child.status != 0:
             res.update(_exit_outcome(child.status))
         res.update(i=i, t=time.monotonic() - t0)
         if res["status"] == "ok":
             res["stdout"] = child.out.decode("utf-8", "replace")
-        if not _send_result(proto, job, res):
-            break
+        proto.send(("result", res))
+        pending = job["early_exit"]
+    if pending:
+        proto.recv()
+
+
+def _watch_stdin_test(proto: Protocol, child: Child, deadline: float, pending: bool):
+    """Wait for the test's report and exit, reading the judge's answer if it comes meanwhile.
+    Returns (event, report, still pending, go on)."""
+    rep = None
+    while True:
+        event = child.next_event(deadline, proto.rfd if pending else None)
+        if event == "watch":
+            pending = False
+            if not proto.recv():
+                return event, rep, False, False
+            continue
+        if event == "report" and rep is None:
+            rep = child.pop_report()
+            continue  # then the exit that follows the report
+        if event == "report":
+            event = "exit"  # a candidate writing extra reports: the first one counts
+        return event, rep, pending, True
 
 
 def run_multi_job(proto: Protocol, job: dict) -> None:

