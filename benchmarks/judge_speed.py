@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mcoder.judge.config import JudgeConfig  # noqa: E402
-from mcoder.judge.harness import LEETCODE_PRELUDE  # noqa: E402
-from mcoder.judge.run import Judge  # noqa: E402
-from mcoder.records import Problem, Rollout, from_dict  # noqa: E402
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.harness import LEETCODE_PRELUDE
+from mcoder.judge.run import Judge
+from mcoder.records import Problem, Rollout, from_dict
 
 
 def shared_data() -> Path:
@@ -57,10 +57,14 @@ def load_sets(limit: int) -> dict[str, list[Problem]]:
     lc = shared_data() / "rllm_leetcode_test.json"
     if lc.exists():
         rows = json.loads(lc.read_text())[:limit]
-        sets["leetcode-call"] = [leetcode.ADAPTER.convert(r, RowRef(str(lc), "lc", i)) for i, r in enumerate(rows)]
+        sets["leetcode-call"] = [
+            leetcode.ADAPTER.convert(r, RowRef(str(lc), "lc", i)) for i, r in enumerate(rows)
+        ]
     with contextlib.suppress(Exception), gzip.open(humaneval.package_file(), "rt") as f:
         rows = [json.loads(line) for line in f][:limit]
-        sets["humaneval-functional"] = [humaneval.ADAPTER.convert(r, RowRef("he", "he", i)) for i, r in enumerate(rows)]
+        sets["humaneval-functional"] = [
+            humaneval.ADAPTER.convert(r, RowRef("he", "he", i)) for i, r in enumerate(rows)
+        ]
     return sets
 
 
@@ -98,7 +102,9 @@ def run_bare(jobs: list[tuple[str, str]], workers: int) -> float:
             paths.append(path)
 
         def one(i: int) -> int:
-            r = subprocess.run([sys.executable, str(paths[i])], input=jobs[i][1].encode(), capture_output=True)
+            r = subprocess.run(
+                [sys.executable, str(paths[i])], check=False, input=jobs[i][1].encode(), capture_output=True
+            )
             return r.returncode
 
         t0 = time.perf_counter()
@@ -140,8 +146,10 @@ def run_exec(jobs: list[tuple[str, str]], workers: int) -> float:
 
 
 def run_judge(problems: list[Problem], workers: int) -> tuple[float, int]:
-    rollouts = [Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}\n```")
-                for p in problems]
+    rollouts = [
+        Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}\n```")
+        for p in problems
+    ]
     by_id = {p.id: p for p in problems}
     with Judge(JudgeConfig(workers=workers, timeout_s=20, cache_size=0)) as judge:
         t0 = time.perf_counter()
@@ -157,8 +165,10 @@ def main() -> None:
     args = ap.parse_args()
     sets = load_sets(args.limit)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    header = f"{'set':22} {'w':>2} {'progs':>5} {'tests':>6} {'judge t/s':>10} {'bare t/s':>9} {'exec t/s':>9} " \
-             f"{'vs bare':>8} {'vs exec':>8} {'ovh ms/test':>11} {'passed':>7}"
+    header = (
+        f"{'set':22} {'w':>2} {'progs':>5} {'tests':>6} {'judge t/s':>10} {'bare t/s':>9} {'exec t/s':>9} "
+        f"{'vs bare':>8} {'vs exec':>8} {'ovh ms/test':>11} {'passed':>7}"
+    )
     print(header)
     print("-" * len(header))
     for name, problems in sets.items():
@@ -170,8 +180,10 @@ def main() -> None:
             tb = run_bare(jobs, w)
             te = run_exec(jobs, w)
             overhead_ms = 1000 * (tj - te) * w / n
-            print(f"{name:22} {w:>2} {len(problems):>5} {n:>6} {n / tj:>10.1f} {n / tb:>9.1f} {n / te:>9.1f} "
-                  f"{tb / tj:>7.2f}x {te / tj:>7.3f}x {overhead_ms:>11.2f} {passed:>4}/{len(problems)}")
+            print(
+                f"{name:22} {w:>2} {len(problems):>5} {n:>6} {n / tj:>10.1f} {n / tb:>9.1f} {n / te:>9.1f} "
+                f"{tb / tj:>7.2f}x {te / tj:>7.3f}x {overhead_ms:>11.2f} {passed:>4}/{len(problems)}"
+            )
 
 
 if __name__ == "__main__":

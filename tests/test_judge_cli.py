@@ -20,8 +20,12 @@ from mcoder.judge import sandbox
 runner = CliRunner()
 
 PROBLEMS = [
-    {"id": "add", "source": "t", "question": "", "tests": [{"input": "1 2\n", "output": "3\n"},
-                                                           {"input": "5 6\n", "output": "11\n"}]},
+    {
+        "id": "add",
+        "source": "t",
+        "question": "",
+        "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "5 6\n", "output": "11\n"}],
+    },
     {"id": "neg", "source": "t", "question": "", "tests": [{"input": "4\n", "output": "-4\n"}]},
 ]
 GOOD_ADD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
@@ -42,7 +46,14 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def mcoder(*args: str, **kw) -> subprocess.CompletedProcess:
     """The command in a process of its own (for kills, users and the real entry point)."""
-    return subprocess.run([sys.executable, "-m", "mcoder", *args], capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "mcoder", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 def invoke(*args: str):
@@ -57,12 +68,15 @@ def read_verdicts(path: Path) -> list[dict]:
 @pytest.fixture
 def files(tmp_path):
     problems = write_jsonl(tmp_path / "problems.jsonl", PROBLEMS)
-    rollouts = write_jsonl(tmp_path / "rollouts.jsonl", [
-        {"id": "a", "problem_id": "add", "completion": GOOD_ADD},
-        {"id": "b", "problem_id": "add", "completion": "print(3)"},
-        {"id": "c", "problem_id": "neg", "completion": "```python\nprint(-int(input()))\n```"},
-        {"id": "d", "problem_id": "neg", "completion": "no idea"},
-    ])
+    rollouts = write_jsonl(
+        tmp_path / "rollouts.jsonl",
+        [
+            {"id": "a", "problem_id": "add", "completion": GOOD_ADD},
+            {"id": "b", "problem_id": "add", "completion": "print(3)"},
+            {"id": "c", "problem_id": "neg", "completion": "```python\nprint(-int(input()))\n```"},
+            {"id": "d", "problem_id": "neg", "completion": "no idea"},
+        ],
+    )
     return problems, rollouts, tmp_path / "verdicts.jsonl"
 
 
@@ -72,8 +86,12 @@ def test_judges_every_rollout(files):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(out)
     got = {v["rollout_id"]: (v["status"], v["reward"]) for v in read_verdicts(out)}
-    assert got == {"a": ("accepted", 1.0), "b": ("wrong_answer", 0.0), "c": ("accepted", 1.0),
-                   "d": ("no_code", 0.0)}
+    assert got == {
+        "a": ("accepted", 1.0),
+        "b": ("wrong_answer", 0.0),
+        "c": ("accepted", 1.0),
+        "d": ("no_code", 0.0),
+    }
     assert not Path(str(out) + ".part").exists()
 
 
@@ -86,8 +104,12 @@ def test_summary_table_on_stderr(files):
 
 @pytest.mark.parametrize(
     ("flags", "message"),
-    [(["--shard", "3/2"], "--shard"), (["--compare", "loose"], "--compare"), (["--reward", "all"], "--reward"),
-     (["--timeout", "0"], "--timeout")],
+    [
+        (["--shard", "3/2"], "--shard"),
+        (["--compare", "loose"], "--compare"),
+        (["--reward", "all"], "--reward"),
+        (["--timeout", "0"], "--timeout"),
+    ],
 )
 def test_bad_flags_exit_2(files, flags, message):
     problems, rollouts, out = files
@@ -97,8 +119,13 @@ def test_bad_flags_exit_2(files, flags, message):
 
 def test_rollout_of_an_unknown_problem_exits_3_naming_its_line(files, tmp_path):
     problems, _, out = files
-    rollouts = write_jsonl(tmp_path / "bad.jsonl", [{"id": "a", "problem_id": "add", "completion": "x"},
-                                                     {"id": "b", "problem_id": "gone", "completion": "x"}])
+    rollouts = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"id": "a", "problem_id": "add", "completion": "x"},
+            {"id": "b", "problem_id": "gone", "completion": "x"},
+        ],
+    )
     r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
     assert r.exit_code == 3
     assert f"{rollouts}:2" in r.stderr and "problem_id" in r.stderr and "gone" in r.stderr
@@ -115,15 +142,27 @@ def test_without_root_it_exits_4_and_names_what_is_missing(files):
     """Run the command as an unprivileged user (where that user can start this Python)."""
     problems, rollouts, out = files
     try:
-        probe = subprocess.run([sys.executable, "-c", "import mcoder"], capture_output=True,
-                               preexec_fn=lambda: os.setresuid(65534, 65534, 65534))
+        probe = subprocess.run(
+            [sys.executable, "-c", "import mcoder"],
+            check=False,
+            capture_output=True,
+            preexec_fn=lambda: os.setresuid(65534, 65534, 65534),
+        )
     except PermissionError:  # the interpreter itself lies in a folder closed to other users
         probe = None
     if probe is None or probe.returncode != 0:
         pytest.skip("this Python installation is not readable by an unprivileged user")
     os.chmod(out.parent, 0o777)
-    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
-               preexec_fn=lambda: os.setresuid(65534, 65534, 65534))
+    r = mcoder(
+        "judge",
+        "-p",
+        str(problems),
+        "-r",
+        str(rollouts),
+        "-o",
+        str(out),
+        preexec_fn=lambda: os.setresuid(65534, 65534, 65534),
+    )
     assert r.returncode == 4 and "root" in r.stderr and "--unsafe-no-sandbox" in r.stderr
 
 
@@ -136,8 +175,19 @@ def test_check_isolation_names_root_when_not_root(monkeypatch):
 
 def test_unsafe_no_sandbox_runs_as_this_user(files):
     problems, rollouts, out = files
-    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "1", "--unsafe-no-sandbox",
-               "-q")
+    r = invoke(
+        "judge",
+        "-p",
+        str(problems),
+        "-r",
+        str(rollouts),
+        "-o",
+        str(out),
+        "-w",
+        "1",
+        "--unsafe-no-sandbox",
+        "-q",
+    )
     assert r.exit_code == 0, r.stderr
     assert [v["status"] for v in read_verdicts(out)].count("accepted") == 2
 
@@ -149,8 +199,20 @@ def test_shards_partition_the_rollouts(files, tmp_path):
     seen: list[str] = []
     for i in range(3):
         out = tmp_path / f"v{i}.jsonl"
-        r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "--shard", f"{i}/3", "-w", "2",
-                   "-q")
+        r = invoke(
+            "judge",
+            "-p",
+            str(problems),
+            "-r",
+            str(rollouts),
+            "-o",
+            str(out),
+            "--shard",
+            f"{i}/3",
+            "-w",
+            "2",
+            "-q",
+        )
         assert r.exit_code == 0, r.stderr
         ids = [v["rollout_id"] for v in read_verdicts(out)]
         assert ids, "each of 3 shards of 20 ids gets some"
@@ -161,12 +223,27 @@ def test_shards_partition_the_rollouts(files, tmp_path):
 def test_resume_after_the_command_is_killed(files, tmp_path):
     problems, _, _ = files
     slow = "```python\nimport time\ntime.sleep(0.4)\nprint(-int(input()))  # {}\n```"
-    rows = [{"id": f"r{i}", "problem_id": "neg", "completion": slow.format(i)} for i in range(12)]  # no cache hits
+    rows = [
+        {"id": f"r{i}", "problem_id": "neg", "completion": slow.format(i)} for i in range(12)
+    ]  # no cache hits
     rollouts = write_jsonl(tmp_path / "slow.jsonl", rows)
     out = tmp_path / "v.jsonl"
     part = Path(str(out) + ".part")
-    args = [sys.executable, "-m", "mcoder", "judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
-            "-w", "1", "-q"]
+    args = [
+        sys.executable,
+        "-m",
+        "mcoder",
+        "judge",
+        "-p",
+        str(problems),
+        "-r",
+        str(rollouts),
+        "-o",
+        str(out),
+        "-w",
+        "1",
+        "-q",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not part.exists() or part.read_text().count("\n") < 3):

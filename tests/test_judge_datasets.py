@@ -20,7 +20,7 @@ from mcoder.judge.config import JudgeConfig
 from mcoder.judge.run import Judge
 from mcoder.records import Problem, Rollout
 
-WRONG = '''
+WRONG = """
 
 def _mcoder_wrong(r):
     if isinstance(r, bool):
@@ -36,7 +36,7 @@ def _mcoder_wrong(r):
     if isinstance(r, (set, frozenset)):
         return type(r)(set(r) | {"_mcoder"})
     return "mutant" if r is None else None
-'''
+"""
 
 
 def humaneval_problems() -> list[Problem]:
@@ -48,7 +48,10 @@ def humaneval_problems() -> list[Problem]:
     except EnvironmentMissing as e:
         pytest.skip(e.message)
     with gzip.open(path, "rt") as f:
-        return [humaneval.ADAPTER.convert(json.loads(line), RowRef(str(path), "HumanEval", i)) for i, line in enumerate(f)]
+        return [
+            humaneval.ADAPTER.convert(json.loads(line), RowRef(str(path), "HumanEval", i))
+            for i, line in enumerate(f)
+        ]
 
 
 def leetcode_problems(shared_data) -> list[Problem]:
@@ -77,7 +80,9 @@ def check_references_and_mutants(problems: list[Problem]) -> None:
     fenced = "```python\n{}\n```".format
     rollouts = []
     for p in problems:
-        rollouts.append(Rollout(id=f"{p.id}#ref", problem_id=p.id, completion=fenced(p.reference_solutions[0])))
+        rollouts.append(
+            Rollout(id=f"{p.id}#ref", problem_id=p.id, completion=fenced(p.reference_solutions[0]))
+        )
         rollouts.append(Rollout(id=f"{p.id}#mutant", problem_id=p.id, completion=fenced(mutant(p))))
     with Judge(JudgeConfig(workers=2, timeout_s=10.0)) as judge:
         verdicts = judge.judge({p.id: p for p in problems}, rollouts)

@@ -18,7 +18,10 @@ from mcoder.judge.extract import compile_program, extract_code
         ("labelled wins\n```python\nprint(1)\n```\n```\nprint(2)\n```", "print(1)\n"),
         ("print(int(input()) * 2)\n", "print(int(input()) * 2)\n"),
         ("<think>maybe ```python\nprint(0)\n```</think>\n```python\nprint(5)\n```", "print(5)\n"),
-        ("cut off by the length limit:\n```python\nfor i in range(3):\n    print(i)", "for i in range(3):\n    print(i)"),
+        (
+            "cut off by the length limit:\n```python\nfor i in range(3):\n    print(i)",
+            "for i in range(3):\n    print(i)",
+        ),
         ("````python\ns = '```'\nprint(s)\n````", "s = '```'\nprint(s)\n"),
     ],
 )

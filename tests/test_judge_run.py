@@ -32,14 +32,22 @@ def fenced(code: str) -> str:
 
 
 def judge_one(judge: Judge, problem: Problem, code: str):
-    (v,) = judge.judge({problem.id: problem}, [Rollout(id="r", problem_id=problem.id, completion=fenced(code))])
+    (v,) = judge.judge(
+        {problem.id: problem}, [Rollout(id="r", problem_id=problem.id, completion=fenced(code))]
+    )
     return v
 
 
 TWO_SUM = Problem(
-    id="two-sum", source="t", question="", fn_name="twoSum",
-    tests=[Test("[2, 7, 11, 15]\n9", "[0, 1]", "call"), Test("[3, 2, 4]\n6", "[1, 2]", "call"),
-           Test("[3, 3]\n6", "[0, 1]", "call")],
+    id="two-sum",
+    source="t",
+    question="",
+    fn_name="twoSum",
+    tests=[
+        Test("[2, 7, 11, 15]\n9", "[0, 1]", "call"),
+        Test("[3, 2, 4]\n6", "[1, 2]", "call"),
+        Test("[3, 3]\n6", "[0, 1]", "call"),
+    ],
 )
 
 LEETCODE_STYLE = """\
@@ -59,14 +67,18 @@ def test_leetcode_class_with_its_typing_names_available(judge):
 
 
 def test_plain_function_and_tuple_return(judge):
-    code = "def twoSum(nums, target):\n    d = {}\n    for i, x in enumerate(nums):\n" \
-           "        if target - x in d:\n            return (d[target - x], i)\n        d[x] = i"
+    code = (
+        "def twoSum(nums, target):\n    d = {}\n    for i, x in enumerate(nums):\n"
+        "        if target - x in d:\n            return (d[target - x], i)\n        d[x] = i"
+    )
     v = judge_one(judge, TWO_SUM, code)
     assert v.status == "accepted" and v.matched_by == ["value_structural"] * 3
 
 
 def test_wrong_return_value_shows_what_came_back(judge):
-    v = judge_one(judge, TWO_SUM, "class Solution:\n    def twoSum(self, nums, target):\n        return [1, 0]")
+    v = judge_one(
+        judge, TWO_SUM, "class Solution:\n    def twoSum(self, nums, target):\n        return [1, 0]"
+    )
     assert v.status == "wrong_answer" and v.tests_passed == 0
     assert v.first_failure["index"] == 0 and v.first_failure["got"] == "[1, 0]"
     assert v.first_failure["expected"] == "[0, 1]"
@@ -78,13 +90,20 @@ def test_missing_function_is_a_runtime_error(judge):
 
 
 def test_call_tests_share_one_process_but_each_has_its_own_time_limit(judge):
-    p = Problem(id="slow-double", source="t", question="", fn_name="double",
-                tests=[Test(str(x), str(2 * x), "call") for x in (1, 2, 3)])
+    p = Problem(
+        id="slow-double",
+        source="t",
+        question="",
+        fn_name="double",
+        tests=[Test(str(x), str(2 * x), "call") for x in (1, 2, 3)],
+    )
     # 3 tests x 1.2 s is over one test's 3 s limit, and under each test's own
     code = "import os, time\ndef double(x):\n    time.sleep(1.2)\n    return 2 * x + 0 * os.getpid()"
     v = judge_one(judge, p, code)
     assert v.status == "accepted", v.first_failure
-    v = judge_one(judge, p, "import time\ndef double(x):\n    time.sleep(1.2 if x < 3 else 60)\n    return 2 * x")
+    v = judge_one(
+        judge, p, "import time\ndef double(x):\n    time.sleep(1.2 if x < 3 else 60)\n    return 2 * x"
+    )
     assert v.status == "time_limit" and v.tests_passed == 2 and v.first_failure["index"] == 2
 
 
@@ -98,23 +117,47 @@ def test_return_values_never_evaluated():
 
 
 def test_functional_check_humaneval_style(judge):
-    p = Problem(id="he", source="t", question="", fn_name="add",
-                tests=[Test("def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
-                            "", "functional")])
+    p = Problem(
+        id="he",
+        source="t",
+        question="",
+        fn_name="add",
+        tests=[
+            Test(
+                "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
+                "",
+                "functional",
+            )
+        ],
+    )
     assert judge_one(judge, p, "def add(a, b):\n    return a + b").status == "accepted"
     v = judge_one(judge, p, "def add(a, b):\n    return a * b")
     assert v.status == "runtime_error" and "AssertionError" in v.first_failure["stderr"]
 
 
 def test_functional_check_that_calls_itself_leetcode_style(judge):
-    p = Problem(id="lc", source="t", question="", fn_name="twoSum", tests=[Test(
-        "def check(candidate):\n    assert candidate(nums=[3, 3], target=6) == [0, 1]\n\ncheck(Solution().twoSum)\n",
-        "", "functional")])
+    p = Problem(
+        id="lc",
+        source="t",
+        question="",
+        fn_name="twoSum",
+        tests=[
+            Test(
+                "def check(candidate):\n    assert candidate(nums=[3, 3], target=6) == [0, 1]\n\ncheck(Solution().twoSum)\n",
+                "",
+                "functional",
+            )
+        ],
+    )
     assert judge_one(judge, p, LEETCODE_STYLE).status == "accepted"
 
 
-STDIN = Problem(id="double", source="t", question="",
-                tests=[Test("1\n", "2\n"), Test("5\n", "10\n"), Test("7\n", "14\n"), Test("0\n", "0\n")])
+STDIN = Problem(
+    id="double",
+    source="t",
+    question="",
+    tests=[Test("1\n", "2\n"), Test("5\n", "10\n"), Test("7\n", "14\n"), Test("0\n", "0\n")],
+)
 
 
 def test_early_exit_stops_at_the_first_failure(judge):
@@ -140,7 +183,9 @@ def test_fraction_reward_runs_every_test():
 
 def test_identical_programs_run_once(judge):
     code = "n = int(input())\nprint(n * 2)"
-    rollouts = [Rollout(id=f"r{i}", problem_id="double", completion=f"Attempt {i}:\n{fenced(code)}") for i in range(5)]
+    rollouts = [
+        Rollout(id=f"r{i}", problem_id="double", completion=f"Attempt {i}:\n{fenced(code)}") for i in range(5)
+    ]
     vs = judge.judge({"double": STDIN}, rollouts)
     assert [v.status for v in vs] == ["accepted"] * 5
     assert sum(not v.cached for v in vs) <= 1  # one ran (or none: a hit from an earlier call)
@@ -151,15 +196,21 @@ def test_identical_programs_run_once(judge):
 def test_the_cache_tells_problems_apart(judge):
     other = Problem(id="triple", source="t", question="", tests=[Test("2\n", "6\n")])
     code = fenced("print(int(input()) * 2)")
-    vs = judge.judge({"double": STDIN, "triple": other},
-                     [Rollout(id="a", problem_id="double", completion=code),
-                      Rollout(id="b", problem_id="triple", completion=code)])
+    vs = judge.judge(
+        {"double": STDIN, "triple": other},
+        [
+            Rollout(id="a", problem_id="double", completion=code),
+            Rollout(id="b", problem_id="triple", completion=code),
+        ],
+    )
     assert [v.status for v in vs] == ["accepted", "wrong_answer"]
 
 
 def test_statuses_without_a_run(judge):
-    rollouts = [Rollout(id="a", problem_id="double", completion="I don't know."),
-                Rollout(id="b", problem_id="double", completion=fenced("def f(:"))]
+    rollouts = [
+        Rollout(id="a", problem_id="double", completion="I don't know."),
+        Rollout(id="b", problem_id="double", completion=fenced("def f(:")),
+    ]
     a, b = judge.judge({"double": STDIN}, rollouts)
     assert (a.status, a.reward, a.tests_total) == ("no_code", 0.0, 4)
     assert b.status == "compile_error" and "SyntaxError" in b.first_failure["reason"]

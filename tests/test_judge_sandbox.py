@@ -42,7 +42,9 @@ def hostile_judge():
 
 def run(judge: Judge, code: str, tests=SUM_TESTS, **problem):
     p = Problem(id="p", source="test", question="", tests=list(tests), **problem)
-    (v,) = judge.judge({"p": p}, [Rollout(id="r", problem_id="p", completion=f"```python\n{textwrap.dedent(code)}\n```")])
+    (v,) = judge.judge(
+        {"p": p}, [Rollout(id="r", problem_id="p", completion=f"```python\n{textwrap.dedent(code)}\n```")]
+    )
     return v
 
 
@@ -239,7 +241,9 @@ def test_writes_outside_its_folder_are_refused(hostile_judge, outside_dir):
 
 
 def test_files_outside_python_are_unreadable(hostile_judge, outside_dir):
-    v = run(hostile_judge, f"print(open({str(outside_dir / 'secret.txt')!r}).read())", tests=[Test("", "x\n")])
+    v = run(
+        hostile_judge, f"print(open({str(outside_dir / 'secret.txt')!r}).read())", tests=[Test("", "x\n")]
+    )
     assert v.status == "runtime_error" and "PermissionError" in v.first_failure["stderr"]
 
 

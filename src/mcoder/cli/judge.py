@@ -16,21 +16,40 @@ def register(app: typer.Typer) -> None:
         problems: ProblemsPath,
         rollouts: RolloutsPath,
         out: OutPath,
-        workers: Annotated[int, typer.Option("--workers", "-w", help="Candidates run at once (0 = one per core).")] = 0,
-        timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock (and CPU) limit per test, seconds.")] = 6.0,
-        memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory (address space) limit, MiB.")] = 1024,
+        workers: Annotated[
+            int, typer.Option("--workers", "-w", help="Candidates run at once (0 = one per core).")
+        ] = 0,
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Wall-clock (and CPU) limit per test, seconds.")
+        ] = 6.0,
+        memory_mb: Annotated[
+            int, typer.Option("--memory-mb", help="Memory (address space) limit, MiB.")
+        ] = 1024,
         compare: Annotated[
-            str, typer.Option("--compare", help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules).")
+            str,
+            typer.Option(
+                "--compare", help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules)."
+            ),
         ] = "microcoder",
-        reward: Annotated[str, typer.Option("--reward", help="binary (all tests pass) or fraction (share passed).")] = "binary",
-        shard: Annotated[str | None, typer.Option("--shard", help="Judge only shard i of n (i/n, by rollout id).")] = None,
+        reward: Annotated[
+            str, typer.Option("--reward", help="binary (all tests pass) or fraction (share passed).")
+        ] = "binary",
+        shard: Annotated[
+            str | None, typer.Option("--shard", help="Judge only shard i of n (i/n, by rollout id).")
+        ] = None,
         no_early_exit: Annotated[
-            bool, typer.Option("--no-early-exit", help="Run every test even after a failure (for --reward fraction).")
+            bool,
+            typer.Option(
+                "--no-early-exit", help="Run every test even after a failure (for --reward fraction)."
+            ),
         ] = False,
         unsafe_no_sandbox: Annotated[
             bool,
-            typer.Option("--unsafe-no-sandbox", help="Run candidates without isolation: only inside a VM or container "
-                                                     "that isolates the judge already."),
+            typer.Option(
+                "--unsafe-no-sandbox",
+                help="Run candidates without isolation: only inside a VM or container "
+                "that isolates the judge already.",
+            ),
         ] = False,
         overwrite: Overwrite = False,
         quiet: Quiet = False,
@@ -41,8 +60,15 @@ def register(app: typer.Typer) -> None:
         from mcoder.judge.stage import Shard, judge_files
 
         apply_quiet(quiet)
-        cfg = JudgeConfig(workers=workers, timeout_s=timeout, memory_mb=memory_mb, compare=compare, reward=reward,
-                          early_exit=not no_early_exit, unsafe_no_sandbox=unsafe_no_sandbox)
+        cfg = JudgeConfig(
+            workers=workers,
+            timeout_s=timeout,
+            memory_mb=memory_mb,
+            compare=compare,
+            reward=reward,
+            early_exit=not no_early_exit,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+        )
         judge_files(cfg, problems, rollouts, out, Shard.parse(shard), overwrite=overwrite)
         if str(out) != "-":
             emit(str(out))

@@ -16,8 +16,18 @@ from mcoder.judge.config import JudgeConfig
 
 
 def limits_key(cfg: JudgeConfig) -> str:
-    return repr((cfg.timeout_s, cfg.memory_mb, cfg.max_processes, cfg.max_output_mb, cfg.max_disk_mb,
-                 cfg.compare, cfg.early_exit, cfg.unsafe_no_sandbox))
+    return repr(
+        (
+            cfg.timeout_s,
+            cfg.memory_mb,
+            cfg.max_processes,
+            cfg.max_output_mb,
+            cfg.max_disk_mb,
+            cfg.compare,
+            cfg.early_exit,
+            cfg.unsafe_no_sandbox,
+        )
+    )
 
 
 def tests_digest(tests: list, fn_name: str | None) -> str:

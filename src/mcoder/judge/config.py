@@ -75,4 +75,6 @@ class JudgeConfig:
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 0:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:
-            raise UsageError(f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000")
+            raise UsageError(
+                f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
+            )

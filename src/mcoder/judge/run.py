@@ -113,8 +113,11 @@ class Judge:
         for i, r in enumerate(rollouts):
             problem = problems_by_id.get(r.problem_id)
             if problem is None:
-                raise DataError(f"rollout {r.id!r}: no problem with id {r.problem_id!r}", field="problem_id",
-                                hint="pass the problems file the rollouts were made from")
+                raise DataError(
+                    f"rollout {r.id!r}: no problem with id {r.problem_id!r}",
+                    field="problem_id",
+                    hint="pass the problems file the rollouts were made from",
+                )
             code, quick = self._program(problem, r.completion)
             if quick is not None:
                 deliver(i, quick, False)
@@ -150,7 +153,9 @@ class Judge:
         n = len(problem.tests)
         code = extract_code(completion)
         if code is None:
-            return None, Outcome("no_code", 0, n, {"reason": "no code block or Python code in the completion"})
+            return None, Outcome(
+                "no_code", 0, n, {"reason": "no code block or Python code in the completion"}
+            )
         compiled, error = compile_program(code)
         if compiled is None:
             return None, Outcome("compile_error", 0, n, {"reason": error})
@@ -185,10 +190,16 @@ class Judge:
             try:
                 with self.pool.acquire() as worker:
                     for kind, indexes, payload in prep.groups:
-                        job = {"kind": kind, "code": compiled, "source": code, "fn_name": problem.fn_name,
-                               "limits": limits, "early_exit": self.cfg.early_exit}
+                        job = {
+                            "kind": kind,
+                            "code": compiled,
+                            "source": code,
+                            "fn_name": problem.fn_name,
+                            "limits": limits,
+                            "early_exit": self.cfg.early_exit,
+                        }
                         job["inputs" if kind == "stdin" else "tests"] = payload
-                        worker.run(job, lambda res, idx=indexes: grader.take(idx[res["i"]], res))
+                        worker.run(job, lambda res, idx=indexes, g=grader: g.take(idx[res["i"]], res))
                         if grader.stopped:
                             break
                 return grader.outcome(time.monotonic() - t0)
@@ -204,9 +215,17 @@ class Judge:
         else:
             reward = o.tests_passed / o.tests_total if o.tests_total else 0.0
         return Verdict(
-            rollout_id=r.id, problem_id=r.problem_id, reward=reward, passed=passed, status=o.status,
-            tests_passed=o.tests_passed, tests_total=o.tests_total, first_failure=o.first_failure,
-            matched_by=list(o.matched_by), elapsed_s=0.0 if cached else round(o.elapsed_s, 6), cached=cached,
+            rollout_id=r.id,
+            problem_id=r.problem_id,
+            reward=reward,
+            passed=passed,
+            status=o.status,
+            tests_passed=o.tests_passed,
+            tests_total=o.tests_total,
+            first_failure=o.first_failure,
+            matched_by=list(o.matched_by),
+            elapsed_s=0.0 if cached else round(o.elapsed_s, 6),
+            cached=cached,
         )
 
 
@@ -269,7 +288,9 @@ class _Grader:
                 return
 
     def outcome(self, elapsed: float) -> Outcome:
-        return Outcome(self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed)
+        return Outcome(
+            self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed
+        )
 
 
 def literal_value(text: str) -> tuple[Any, bool]:
@@ -315,8 +336,9 @@ def _json(problem: Problem, i: int, part: str, text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        raise DataError(f"problem {problem.id!r}: test {i} {part} is not JSON: {text[:80]!r}",
-                        field=f"tests[{i}].{part}") from None
+        raise DataError(
+            f"problem {problem.id!r}: test {i} {part} is not JSON: {text[:80]!r}", field=f"tests[{i}].{part}"
+        ) from None
 
 
 def _calls_check(problem: Problem, i: int, source: str) -> bool:
@@ -324,20 +346,26 @@ def _calls_check(problem: Problem, i: int, source: str) -> bool:
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        raise DataError(f"problem {problem.id!r}: test {i} is not valid Python ({e.msg})",
-                        field=f"tests[{i}].input") from None
+        raise DataError(
+            f"problem {problem.id!r}: test {i} is not valid Python ({e.msg})", field=f"tests[{i}].input"
+        ) from None
     defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
     calls = any(
-        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-        and isinstance(n.value.func, ast.Name) and n.value.func.id == "check"
+        isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+        and n.value.func.id == "check"
         for n in tree.body
     )
     if not defines and not calls:
-        raise DataError(f"problem {problem.id!r}: functional test {i} defines no check(candidate)",
-                        field=f"tests[{i}].input")
+        raise DataError(
+            f"problem {problem.id!r}: functional test {i} defines no check(candidate)",
+            field=f"tests[{i}].input",
+        )
     if not calls and not problem.fn_name:
-        raise DataError(f"problem {problem.id!r}: functional test {i} needs the problem's fn_name",
-                        field="fn_name")
+        raise DataError(
+            f"problem {problem.id!r}: functional test {i} needs the problem's fn_name", field="fn_name"
+        )
     return calls
 
 

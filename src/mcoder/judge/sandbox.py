@@ -114,7 +114,7 @@ CLONE_NEWNS = 0x00020000
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda v: None if v is None else v.encode()  # noqa: E731
+    enc = lambda v: None if v is None else v.encode()
     if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         raise _oserror(f"mount {target}")
 
@@ -161,7 +161,10 @@ _SYS_CLOSE_RANGE = 436
 
 def close_fds_from(first: int) -> None:
     """Close every fd >= ``first``: one close_range call (an fd-by-fd loop costs milliseconds)."""
-    if _libc.syscall(_SYS_CLOSE_RANGE, ctypes.c_uint(first), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(0)) == 0:
+    if (
+        _libc.syscall(_SYS_CLOSE_RANGE, ctypes.c_uint(first), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(0))
+        == 0
+    ):
         return
     for name in os.listdir("/proc/self/fd"):
         if int(name) >= first:
@@ -247,7 +250,9 @@ class UidLease:
     """
 
     def __init__(self, first_uid: int, lock_dir: Path | None = None, span: int = 4096):
-        self.lock_dir = lock_dir or Path("/run" if os.access("/run", os.W_OK) else "/tmp") / "mcoder-judge-uids"
+        self.lock_dir = (
+            lock_dir or Path("/run" if os.access("/run", os.W_OK) else "/tmp") / "mcoder-judge-uids"
+        )
         self.lock_dir.mkdir(mode=0o700, exist_ok=True)
         for uid in range(first_uid, first_uid + span):
             if _uid_known(uid):

@@ -36,7 +36,9 @@ class Shard:
         try:
             i, n = (int(x) for x in text.split("/"))
         except ValueError:
-            raise UsageError(f"--shard {text!r} is not i/n", hint="e.g. --shard 0/4 for the first of four") from None
+            raise UsageError(
+                f"--shard {text!r} is not i/n", hint="e.g. --shard 0/4 for the first of four"
+            ) from None
         if not (n >= 1 and 0 <= i < n):
             raise UsageError(f"--shard {text}: need 0 <= i < n", hint="shards are numbered from 0")
         return cls(i, n)
@@ -48,7 +50,9 @@ class Shard:
         return h % self.count == self.index
 
 
-def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard, done: set[str]) -> list[Rollout]:
+def read_rollouts(
+    path: Path | str, problems: dict[str, Problem], shard: Shard, done: set[str]
+) -> list[Rollout]:
     """The rollouts of this shard not judged yet, keeping only what the judge needs."""
     name = display_name(path)
     out = []
@@ -58,15 +62,26 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard, 
         except DataError as e:
             raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
         if r.problem_id not in problems:
-            raise DataError(f"no problem with id {r.problem_id!r} in the problems file", path=name, line=lineno,
-                            field="problem_id", hint="pass the problems file these rollouts were made from")
+            raise DataError(
+                f"no problem with id {r.problem_id!r} in the problems file",
+                path=name,
+                line=lineno,
+                field="problem_id",
+                hint="pass the problems file these rollouts were made from",
+            )
         if shard.owns(r.id) and r.id not in done:
             out.append(Rollout(id=r.id, problem_id=r.problem_id, completion=r.completion))
     return out
 
 
-def judge_files(cfg: JudgeConfig, problems_path: Path | str, rollouts_path: Path | str, out: Path | str,
-                shard: Shard = Shard(), overwrite: bool = False) -> Counter:
+def judge_files(
+    cfg: JudgeConfig,
+    problems_path: Path | str,
+    rollouts_path: Path | str,
+    out: Path | str,
+    shard: Shard = Shard(),
+    overwrite: bool = False,
+) -> Counter:
     """Judge every rollout of the shard into ``out``; the status counts of this run."""
     problems = index_records(problems_path, Problem, key=lambda p: p.id)
     writer = RecordWriter(out, "rollout_id", resume=not overwrite)
@@ -85,8 +100,9 @@ def judge_files(cfg: JudgeConfig, problems_path: Path | str, rollouts_path: Path
     return counts
 
 
-def _run(cfg: JudgeConfig, problems: dict[str, Problem], todo: list[Rollout], writer: RecordWriter,
-         counts: Counter) -> None:
+def _run(
+    cfg: JudgeConfig, problems: dict[str, Problem], todo: list[Rollout], writer: RecordWriter, counts: Counter
+) -> None:
     columns = TextColumn("{task.fields[counts]}")
     with Judge(cfg) as judge, console.progress(columns) as bar:
         task = bar.add_task("judge", total=len(todo), counts="")
@@ -105,9 +121,16 @@ def _run(cfg: JudgeConfig, problems: dict[str, Problem], todo: list[Rollout], wr
 
 def _summary(counts: Counter, seconds: float, resumed: int) -> None:
     judged = sum(counts[s] for s in STATUSES)
-    rows = [(s, counts[s], f"{100 * counts[s] / judged:.1f}%" if judged else "-") for s in STATUSES if counts[s]]
-    rows.append(("pass rate", f"{counts['accepted']}/{judged}", f"{100 * counts['accepted'] / judged:.1f}%"
-                 if judged else "-"))
+    rows = [
+        (s, counts[s], f"{100 * counts[s] / judged:.1f}%" if judged else "-") for s in STATUSES if counts[s]
+    ]
+    rows.append(
+        (
+            "pass rate",
+            f"{counts['accepted']}/{judged}",
+            f"{100 * counts['accepted'] / judged:.1f}%" if judged else "-",
+        )
+    )
     rows.append(("cached", counts["cached"], ""))
     if resumed:
         rows.append(("resumed (skipped)", resumed, ""))

@@ -28,10 +28,29 @@ import time
 from mcoder.judge import harness, sandbox
 
 # Imported once here so that every forked candidate finds them loaded.
-PREIMPORTS = (
-    "array bisect collections copy dataclasses datetime decimal fractions functools heapq io "
-    "itertools json math operator random re statistics string threading typing"
-).split()
+PREIMPORTS = [
+    "array",
+    "bisect",
+    "collections",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "fractions",
+    "functools",
+    "heapq",
+    "io",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "threading",
+    "typing",
+]
 
 STDERR_TAIL = 2000
 _KILL_SIGNAL_GRACE = 0.25
@@ -288,9 +307,17 @@ def run_multi_job(proto: Protocol, job: dict) -> None:
     while start < n:
         tests = job["tests"][start:]
         cpu = int(timeout * len(tests)) + 2
-        target = lambda: harness.run_tests(  # noqa: E731
-            job["code"], PRELUDE, job["kind"], tests, job.get("fn_name"), job["limits"]["max_output_bytes"]
-        )
+
+        def target(tests=tests) -> None:
+            harness.run_tests(
+                job["code"],
+                PRELUDE,
+                job["kind"],
+                tests,
+                job.get("fn_name"),
+                job["limits"]["max_output_bytes"],
+            )
+
         t0 = time.monotonic()
         child = fork_child(job, cpu, b"", target)
         try:
