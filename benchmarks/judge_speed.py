@@ -121,7 +121,9 @@ def _exec_share(jobs: list[tuple[str, str]]) -> int:
     failures = 0
     real_in, real_out = sys.stdin, sys.stdout
     for script, stdin in jobs:
-        sys.stdin, sys.stdout = io.StringIO(stdin), io.StringIO()
+        # text streams over bytes, as a real process has them (programs use sys.stdin.buffer)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+        sys.stdout = io.TextIOWrapper(io.BytesIO())
         try:
             exec(compile(script, "prog.py", "exec"), {"__name__": "__main__"})
         except SystemExit:

@@ -176,6 +176,28 @@ def test_a_daemon_left_behind_is_killed(hostile_judge):
     assert leftover_processes(hostile_judge) == []
 
 
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_a_daemon_is_killed_with_or_without_the_sandbox(hostile_judge, unsafe):
+    code = """\
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                print(os.getpid(), flush=True)
+                time.sleep(600)
+            os._exit(0)
+        time.sleep(0.3)
+        """
+    if unsafe:
+        with Judge(JudgeConfig(workers=1, timeout_s=2.0, unsafe_no_sandbox=True)) as j:
+            v = run(j, code, tests=[Test("", "")])
+    else:
+        v = run(hostile_judge, code, tests=[Test("", "")])
+    pid = int(v.first_failure["got"].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
 def test_stdout_flood_is_stopped(hostile_judge):
     v = run(hostile_judge, "while True:\n    print('x' * 4096)")
     assert v.status == "runtime_error" and "output limit" in v.first_failure["detail"]
@@ -265,6 +287,7 @@ def test_no_network_even_to_localhost(hostile_judge):
 def test_correct_output_followed_by_a_crash_fails(hostile_judge):
     v = run(hostile_judge, "input()\nprint(sum(map(int, input().split())))\nraise ValueError('late')")
     assert v.status == "runtime_error" and "ValueError" in v.first_failure["stderr"]
+    assert v.first_failure["got"] == "6\n"  # what it printed before the crash is shown
     v = run(hostile_judge, "import sys\ninput()\nprint(sum(map(int, input().split())))\nsys.exit(3)")
     assert v.status == "runtime_error"
 

@@ -254,6 +254,7 @@ class _Grader:
             status = "wrong_answer"
         else:
             status = res["status"]
+            got = res.get("stdout") or None  # what a crashed or stopped program printed first
         if self.first_failure is None:
             self.status = status
             self.first_failure = {

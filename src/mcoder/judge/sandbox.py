@@ -18,6 +18,7 @@ import pwd
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 from mcoder.errors import EnvironmentMissing
@@ -220,6 +221,28 @@ def kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def kill_children() -> None:
+    """SIGKILL this process's children, over and over, until none is left: without a user id of
+    their own (unsafe mode) this is how leftovers are found, as orphans come to the reaper."""
+    for _ in range(1000):
+        reap_all()
+        pids = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/children") as f:
+                    pids.update(int(p) for p in f.read().split())
+            except OSError:
+                pass
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
+
+
 def reap_all() -> None:
     """Collect every exited child (orphans included), without waiting."""
     while True:
@@ -232,11 +255,14 @@ def reap_all() -> None:
 
 
 def has_children() -> bool:
-    try:
-        pid, _ = os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    return True if pid == 0 else has_children()
+    """Whether any child (orphans included) is still running; exited ones are reaped."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
 
 
 # ---------------------------------------------------------------- user ids, one per worker slot

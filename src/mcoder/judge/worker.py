@@ -53,6 +53,7 @@ PREIMPORTS = [
 ]
 
 STDERR_TAIL = 2000
+STDOUT_SHOWN = 2000  # of a failed test's output, sent back for first_failure
 _KILL_SIGNAL_GRACE = 0.25
 
 
@@ -183,14 +184,16 @@ PRELUDE = compile(harness.LEETCODE_PRELUDE, "prelude.py", "exec")
 
 
 def finish_uid() -> None:
-    """After a test: no process of the candidate's user id may survive it."""
-    if SETUP.get("uid") is not None and sandbox.has_children():
+    """After a test: no process the candidate started may survive it."""
+    if not sandbox.has_children():
+        return
+    if SETUP.get("uid") is not None:
         sandbox.kill_uid(SETUP["uid"])
         deadline = time.monotonic() + 2.0
         while sandbox.has_children() and time.monotonic() < deadline:
             sandbox.reap_all()
             time.sleep(0.001)
-    sandbox.reap_all()
+    sandbox.kill_children()  # unsafe mode; with a user id, whatever kill_uid could not reach
 
 
 def fork_child(job: dict, cpu_s: int, stdin_data: bytes, target) -> Child:
@@ -272,8 +275,8 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
         if res["status"] == "ok" and event == "exit" and child.status != 0:
             res.update(_exit_outcome(child.status))
         res.update(i=i, t=time.monotonic() - t0)
-        if res["status"] == "ok":
-            res["stdout"] = child.out.decode("utf-8", "replace")
+        out = child.out if res["status"] == "ok" else child.out[:STDOUT_SHOWN]  # a failure shows its start
+        res["stdout"] = out.decode("utf-8", "replace")
         proto.send(("result", res))
         pending = job["early_exit"]
     if pending:
