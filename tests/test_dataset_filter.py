@@ -317,3 +317,11 @@ def test_run_filter_is_deterministic_and_accounts_for_every_problem(shared_data,
         "cap_tests",
     ]
     assert all(len(p.tests) <= 5 for p in first)
+
+
+def test_benchmark_file_in_a_source_format_is_read_through_the_adapters(shared_data):
+    lcb = shared_data / "sandboxfusion_lcb_v1.jsonl"
+    bench = load_bench([lcb])
+    assert [label for label, _ in bench] == [f"{lcb.name}:{p.id}" for p in real(shared_data, lcb.name)]
+    kept, result = decontaminate(real(shared_data, lcb.name), BenchIndex.build(bench))
+    assert kept == [] and {r.reason for r in result.removals} == {"benchmark_statement"}

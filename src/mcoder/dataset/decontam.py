@@ -5,9 +5,10 @@ size GPT-3 and most later reports use) with one benchmark statement, or when its
 a benchmark problem's. One shared n-gram is not enough here: statements repeat boilerplate such
 as "the first line contains a single integer t the number of test cases", so the share of the
 shorter statement's n-grams that match must reach ``min_overlap`` (default 0.5: distinct
-Codeforces problems share up to about 0.3 of their 13-grams in boilerplate, while a lightly
-reworded copy keeps well over half). Each removal names the
-benchmark problem it matched and the share.
+Codeforces problems in ../shared/data share up to about 0.3 of their 13-grams in boilerplate,
+while a lightly reworded copy keeps well over half). Each removal names the benchmark problem it
+matched and the share. Benchmark files may be mcoder problems or any source format the adapters
+read.
 """
 
 from __future__ import annotations
@@ -76,12 +77,32 @@ class BenchIndex:
 
 
 def load_bench(paths: Sequence[str | Path]) -> list[tuple[str, Problem]]:
-    """Benchmark problems from mcoder problem files, labelled ``file-name:id``."""
-    from mcoder.jsonl import read_records
+    """Benchmark problems, labelled ``file-name:id``, from mcoder problem files or any source
+    format the adapters read (e.g. LiveCodeBench rows as downloaded); rows an adapter skips
+    (no usable problem) are left out."""
+    from mcoder.dataset.adapters import detect
+    from mcoder.dataset.fields import Skip
+    from mcoder.dataset.sources import expand
+    from mcoder.errors import UsageError
 
     out = []
-    for path in paths:
-        out += [(f"{Path(path).name}:{p.id}", p) for p in read_records(path, Problem)]
+    sources, _ = expand([str(p) for p in paths])
+    for source in sources:
+        for ref, row in source.rows():
+            adapter = detect(row)
+            if adapter is None:
+                raise ref.error(
+                    "not a problem in a known format", hint="give mcoder problems or a source file"
+                )
+            try:
+                p = adapter.convert(row, ref)
+            except Skip:
+                continue
+            out.append((f"{Path(source.path).name}:{p.id}", p))
+    if not out:
+        raise UsageError(
+            f"no benchmark problems in {', '.join(map(str, paths))}", hint="check --decontaminate"
+        )
     return out
 
 
