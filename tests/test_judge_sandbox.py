@@ -57,16 +57,26 @@ def assert_alive(judge: Judge) -> None:
 
 
 def leftover_processes(judge: Judge) -> list[int]:
-    uids = {w.uid for w in judge.pool.workers}
-    pids = []
+    """Processes below a worker (candidates come to it as orphans) or under a worker's user id."""
+    workers = {w.proc.pid for w in judge.pool.workers}
+    uids = {w.uid for w in judge.pool.workers} - {None}
+    parent, owner = {}, {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if d.stat().st_uid in uids:
-                    pids.append(int(d.name))
-            except FileNotFoundError:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                owner[int(d.name)] = d.stat().st_uid
+            except (FileNotFoundError, ProcessLookupError, IndexError):
                 pass
-    return pids
+
+    def below_worker(pid: int) -> bool:
+        while pid > 1:
+            pid = parent.get(pid, 0)
+            if pid in workers:
+                return True
+        return False
+
+    return [pid for pid in parent if below_worker(pid) or owner.get(pid) in uids]
 
 
 # ---------------------------------------------------------------- every input idiom

@@ -70,9 +70,14 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None
     sandbox.limit(resource.RLIMIT_FSIZE, spec["max_disk_mb"] << 20)
     sandbox.limit(resource.RLIMIT_NOFILE, 256)
     sandbox.limit(resource.RLIMIT_CORE, 0)
-    if spec["uid"] is not None:
+    if spec["uid"] is not None:  # root mode: the slot's unused user id
         sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"])
         sandbox.drop_to(spec["uid"])
+    elif spec["rootless"]:  # our own id, in the worker's user namespace (counted there alone)
+        sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"] + 1)  # + the worker
+        sandbox.drop_capabilities()
+    if spec["scope"]:
+        sandbox.landlock_scope()  # no signal or ptrace out of this process's own tree
     sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
     os.chdir(spec["dir"])
     os.environ.clear()

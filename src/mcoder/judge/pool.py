@@ -1,7 +1,7 @@
 """The judge's side of the warm workers: start them, hand each a job, restart one that died.
 
-Each slot holds one worker process (``worker.py``) under its own leased user id and its own
-directory. A job is one candidate against one group of tests; the worker streams one result per
+Each slot holds one worker process (``worker.py``) with its own directory and, as root, its own
+leased user id (without root, its own user namespace). A job is one candidate against one group of tests; the worker streams one result per
 test, and with early exit the caller answers each with go on / stop.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.sandbox import UidLease
+from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from mcoder.judge.worker import main; main()"
@@ -36,7 +36,8 @@ class WorkerDied(Exception):
 class Worker:
     def __init__(self, slot: int, cfg: JudgeConfig, root: Path):
         self.slot, self.cfg = slot, cfg
-        self.lease = None if cfg.unsafe_no_sandbox else UidLease(cfg.first_uid)
+        self.mode = isolation_mode()
+        self.lease = None if cfg.unsafe_no_sandbox or self.mode == "rootless" else UidLease(cfg.first_uid)
         self.uid = self.lease.uid if self.lease else None
         self.base = root / f"w{slot}"
         self.base.mkdir(mode=0o711)
@@ -44,7 +45,13 @@ class Worker:
         self.start()
 
     def start(self) -> None:
-        setup = {"sandbox": not self.cfg.unsafe_no_sandbox, "uid": self.uid, "base": str(self.base)}
+        setup = {
+            "sandbox": not self.cfg.unsafe_no_sandbox,
+            "mode": self.mode,
+            "uid": self.uid,
+            "base": str(self.base),
+            "scope": not self.cfg.unsafe_no_sandbox and landlock_abi() >= 6,
+        }
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
             stdin=subprocess.PIPE,

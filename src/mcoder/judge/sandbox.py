@@ -46,6 +46,17 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
 
 
+class _ScopedRulesetAttr(ctypes.Structure):  # ABI 6: the fields up to ``scoped``
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+
+
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
@@ -79,6 +90,22 @@ def landlock_restrict(writable: list[str], readable: list[str]) -> None:
         for paths, access in ((readable, read), (writable, handled)):
             for path in paths:
                 _landlock_allow(rfd, path, access & handled)
+        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _oserror("prctl(NO_NEW_PRIVS)")
+        if _libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(rfd), 0) != 0:
+            raise _oserror("landlock_restrict_self")
+    finally:
+        os.close(rfd)
+
+
+def landlock_scope() -> None:
+    """A Landlock layer of this process alone: from here on it (and what it starts) can signal,
+    ptrace or reach by abstract unix socket no process outside it, the worker included."""
+    attr = _ScopedRulesetAttr(0, 0, SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET)
+    rfd = _libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
+    if rfd < 0:
+        raise _oserror("landlock_create_ruleset(scoped)")
+    try:
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _oserror("prctl(NO_NEW_PRIVS)")
         if _libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(rfd), 0) != 0:
@@ -178,6 +205,47 @@ def close_fds_from(first: int) -> None:
 def unshare(flags: int) -> None:
     if _libc.unshare(ctypes.c_int(flags)) != 0:
         raise _oserror("unshare")
+
+
+CLONE_NEWUSER = 0x10000000
+
+
+def enter_user_namespace() -> None:
+    """Without root: a user namespace of our own (our id mapped to itself) holding a fresh
+    network and IPC namespace. Candidates then run under our id with every capability dropped."""
+    uid, gid = os.getuid(), os.getgid()
+    unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def user_namespaces_work() -> bool:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if _libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNET)) == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability (those a user namespace grants its creator included)."""
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        raise _oserror("capset")
 
 
 def become_subreaper() -> None:
@@ -310,19 +378,31 @@ def _uid_known(uid: int) -> bool:
 # ---------------------------------------------------------------- what the machine offers
 
 
+def isolation_mode() -> str:
+    """'root' (unused user ids) or 'rootless' (a user namespace of our own)."""
+    return "root" if os.geteuid() == 0 else "rootless"
+
+
 def check_isolation() -> None:
     """Raise EnvironmentMissing naming what this machine lacks for the sandbox."""
     missing = []
     if sys.platform != "linux":
         missing.append(f"Linux (this is {sys.platform})")
-    else:
-        if os.geteuid() != 0:
-            missing.append(
-                "root: candidates run under unused user ids in a network namespace, which needs root "
-                f"(this process runs as uid {os.geteuid()})"
-            )
+    elif isolation_mode() == "root":
         if landlock_abi() < 1:
             missing.append("Landlock (Linux 5.13+ with 'landlock' in the lsm= boot list) to fence files")
+    else:
+        if not user_namespaces_work():
+            missing.append(
+                f"root or unprivileged user namespaces (this process runs as uid {os.geteuid()} and "
+                "cannot create a user namespace: see /proc/sys/user/max_user_namespaces or "
+                "kernel.apparmor_restrict_unprivileged_userns)"
+            )
+        if landlock_abi() < 6:
+            missing.append(
+                "root, or Landlock ABI 6 (Linux 6.12+) to keep candidates that run under this user id "
+                f"from signalling the judge (this kernel has ABI {landlock_abi()})"
+            )
     if missing:
         raise EnvironmentMissing(
             "the judge cannot isolate candidates here; missing: " + "; ".join(missing),

@@ -203,7 +203,14 @@ def fork_child(job: dict, cpu_s: int, stdin_data: bytes, target) -> Child:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
-    spec = {**job["limits"], "cpu_s": cpu_s, "dir": job["dir"], "uid": SETUP.get("uid")}
+    spec = {
+        **job["limits"],
+        "cpu_s": cpu_s,
+        "dir": job["dir"],
+        "uid": SETUP.get("uid"),
+        "rootless": SETUP["sandbox"] and SETUP["mode"] == "rootless",
+        "scope": SETUP.get("scope", False),
+    }
     pid = os.fork()
     if pid == 0:
         try:
@@ -408,9 +415,12 @@ def setup(cfg: dict) -> None:
     SETUP.update(cfg)
     sandbox.die_with_parent()
     if cfg["sandbox"]:
-        sandbox.unshare(sandbox.CLONE_NEWNET | sandbox.CLONE_NEWIPC)
         readable = sandbox.readable_roots()
-        sandbox.expose([r for r in readable if r.startswith("/") and os.path.exists(r)])
+        if cfg["mode"] == "root":
+            sandbox.unshare(sandbox.CLONE_NEWNET | sandbox.CLONE_NEWIPC)
+            sandbox.expose([r for r in readable if r.startswith("/") and os.path.exists(r)])
+        else:
+            sandbox.enter_user_namespace()
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
     if cfg.get("uid") is not None:
