@@ -29,6 +29,8 @@ class TrainConfig:
     """ε_high: the ratio is clipped above at 1+ε_high (for A > 0). GRPO 0.2; DAPO clip-higher 0.28."""
     beta: float = 0.0
     """β: weight of the k3 KL to the reference model. 0 loads no reference model. GRPO 0.04."""
+    kl_ratio_weighted: bool = False
+    """Multiply the KL term by the ratio (DeepSeek-V3.2 unbiased KL gradient; TRL's use_bias_correction_kl)."""
     loss_agg: str = "token"
     """Loss aggregation: token (Σ/tokens, DAPO), sequence (per-sequence mean, GRPO), constant (Σ/(B·L_max), Dr. GRPO)."""
     adv_eps: float = 1e-4

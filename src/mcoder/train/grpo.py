@@ -142,10 +142,13 @@ def policy_loss(
     num_tokens: float,
     num_seqs: int,
     L_max: int | None = None,
+    kl_ratio_weighted: bool = False,
 ) -> LossParts:
     """-J for one micro-batch: the clipped surrogate plus beta · k3 KL, aggregated by ``agg``.
 
     logp (B, T) carries the gradient; old_logp and ref_logp (B, T) and adv (B,) are constants.
+    ``kl_ratio_weighted`` multiplies the KL by the ratio r (DeepSeek-V3.2's unbiased KL gradient,
+    TRL's use_bias_correction_kl); the GRPO objective above has it off.
     """
     mask = mask.to(logp.dtype)  # (B, T)
     A = adv.to(logp.dtype).unsqueeze(1)  # (B, 1)
@@ -155,7 +158,10 @@ def policy_loss(
     if beta != 0.0:
         if ref_logp is None:
             raise ValueError("beta > 0 needs the reference model's log-probs")
-        per_token = per_token + beta * k3_kl(logp, ref_logp)  # (B, T)
+        kl_term = k3_kl(logp, ref_logp)  # (B, T)
+        if kl_ratio_weighted:
+            kl_term = kl_term * ratio  # (B, T)
+        per_token = per_token + beta * kl_term  # (B, T)
     loss = aggregate(per_token, mask, agg, num_tokens=num_tokens, num_seqs=num_seqs, L_max=L_max)
 
     with torch.no_grad():  # monitors, summed so that micro-batches add up

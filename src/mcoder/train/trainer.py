@@ -189,6 +189,7 @@ class Trainer:
             num_tokens=num_tokens,
             num_seqs=num_seqs,
             L_max=L_max,
+            kl_ratio_weighted=self.cfg.kl_ratio_weighted,
         )
         parts.loss.backward()
         mask = batch.completion_mask.float()  # (B, C)
