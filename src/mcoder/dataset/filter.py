@@ -218,8 +218,10 @@ def _difficulty_step(cfg: FilterConfig) -> Step:
     return lambda ps: difficulty_band(ps, counts, lo, hi)
 
 
-def run_steps(problems: Sequence[Problem], steps: Sequence[Step]) -> tuple[list[Problem], list[StageResult]]:
-    """Run steps in order, timing each; ``StageResult.seconds`` is filled in here."""
+def run_steps(
+    problems: Sequence[Problem], steps: Sequence[Step], on_step: Callable[[StageResult], None] | None = None
+) -> tuple[list[Problem], list[StageResult]]:
+    """Run steps in order, timing each (``StageResult.seconds``); ``on_step`` sees each result."""
     results = []
     current = list(problems)
     for step in steps:
@@ -227,6 +229,8 @@ def run_steps(problems: Sequence[Problem], steps: Sequence[Step]) -> tuple[list[
         current, result = step(current)
         result.seconds = time.perf_counter() - start
         results.append(result)
+        if on_step is not None:
+            on_step(result)
     return current, results
 
 

@@ -121,7 +121,7 @@ def build_refined(config, sources, tally):
             tally.skip(files[r.problem_id], f"{stage.name}: {r.reason}")
     convert = StageResult("convert", rows[0], rows[0] - len(skipped), skipped, seconds=seconds[0])
     render(tally)
-    report = refiner.report(config.sources, [convert])
+    report = refiner.report([s.path for s in sources], [convert])
     show(
         table(
             "dataset build: stages",

@@ -36,6 +36,7 @@ class Refiner:
         self.before, self.after = Histograms(), Histograms()
         self._judge = None
         self._progress, self._own_progress = progress, None
+        self._tasks: dict[str, Any] = {}
 
     def __enter__(self) -> Refiner:  # noqa: PYI034 (no subclasses)
         if self.verify_cfg is not None:
@@ -61,7 +62,7 @@ class Refiner:
         for chunk in _chunks(problems, None if self.filter_cfg.dedup else CHUNK):
             for p in chunk:
                 self.before.add(p)
-            kept, results = run_steps(chunk, self.steps)
+            kept, results = run_steps(chunk, self.steps, self._advance)
             for r in results:
                 if r.name in self.results:
                     self.results[r.name].merge(r)
@@ -70,6 +71,14 @@ class Refiner:
             for p in kept:
                 self.after.add(p)
                 yield p
+
+    def _advance(self, result: StageResult) -> None:
+        """A bar per filter step, moved by the problems it has seen (verify has its own, per run)."""
+        if self._progress is None or result.name == "verify":
+            return
+        if result.name not in self._tasks:
+            self._tasks[result.name] = self._progress.add_task(result.name, total=None)
+        self._progress.advance(self._tasks[result.name], result.n_in)
 
     def stages(self) -> list[StageResult]:
         return list(self.results.values())
