@@ -186,3 +186,45 @@ def test_cli_band_without_verdicts_is_a_usage_error(tmp_path):
         ],
     )
     assert r.exit_code == 2 and "--difficulty-from" in r.output
+
+
+def test_cli_difficulty_band_and_statement_bounds(tmp_path):
+    from mcoder.records import Verdict
+
+    ids = [p.id for p in examples()]
+    verdicts = tmp_path / "v.jsonl"
+    with RecordWriter(verdicts, "rollout_id", resume=False) as w:
+        for k, pid in enumerate(ids):  # problem k passes k % 5 of 4 samples (4 of 4 when k % 5 == 4)
+            for s in range(4):
+                ok = s < k % 5
+                w.write(
+                    Verdict(
+                        f"{pid}/{s}", pid, float(ok), ok, "accepted" if ok else "wrong_answer", int(ok), 1
+                    )
+                )
+    out, md = tmp_path / "p.jsonl", tmp_path / "r.md"
+    args = [
+        "dataset",
+        "build",
+        str(EXAMPLES),
+        "--out",
+        str(out),
+        "--difficulty-from",
+        str(verdicts),
+        "--keep-pass-rate",
+        "0.25,0.75",
+        "--max-chars",
+        "2000",
+        "--report",
+        str(md),
+        "-q",
+    ]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    long_ids = {p.id for p in examples() if len(p.question.strip()) > 2000}
+    expected = [pid for k, pid in enumerate(ids) if k % 5 in (1, 2, 3) and pid not in long_ids]
+    assert [rec["id"] for rec in written] == expected
+    assert all(rec["meta"]["pass_rate"] in (0.25, 0.5, 0.75) for rec in written)
+    report = json.loads(md.with_suffix(".json").read_text())
+    assert report["accounted"] and report["stages"][-1]["name"] == "difficulty"
