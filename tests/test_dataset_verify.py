@@ -146,3 +146,13 @@ def test_reference_time_is_the_fastest_passing_reference_stepped_up():
 )
 def test_step_up(s, step):
     assert step_up(s) == step
+
+
+def test_only_the_first_references_run_and_all_are_kept(judge):
+    base = next(p for p in examples() if p.id == "mc-stdin-001")
+    never_run = "raise SystemExit(1)\n"
+    p = dataclasses.replace(base, reference_solutions=[base.reference_solutions[0], never_run])
+    (kept,), _ = verify([p], cfg(runs=1, max_references=1), judge)
+    assert kept.reference_solutions == p.reference_solutions and "references_disagree" not in kept.meta
+    (kept,), _ = verify([p], cfg(runs=1, max_references=2), judge)
+    assert kept.meta["references_disagree"] is True

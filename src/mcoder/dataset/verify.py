@@ -53,6 +53,8 @@ class VerifyConfig:
     """Remove a problem, rather than drop its tests, when more than this share of its tests fail."""
     min_tests: int = 1
     """Remove a problem left with fewer tests than this after dropping."""
+    max_references: int = 4
+    """References run per problem (the first ones); sources with dozens per problem would cost too much."""
     require_reference: bool = False
     """Remove problems that have no reference solution (default: keep them, marked unverified)."""
     unsafe_no_sandbox: bool = False
@@ -63,6 +65,8 @@ class VerifyConfig:
             raise UsageError(
                 f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests"
             )
+        if self.max_references < 1:
+            raise UsageError(f"max_references must be at least 1, got {self.max_references}")
         if not 0.0 <= self.max_drop_fraction <= 1.0:
             raise UsageError(f"max_drop_fraction must be in [0, 1], got {self.max_drop_fraction}")
 
@@ -210,7 +214,11 @@ def verify(
 ) -> tuple[list[Problem], StageResult]:
     """Verify ``problems`` with their references. ``judge``: an open ``Judge`` (one is made and
     closed if None); ``bar``: a (rich Progress, task id) to advance (its own bar if None)."""
-    checked = [p for p in problems if p.reference_solutions and p.tests]
+    checked = [
+        dataclasses.replace(p, reference_solutions=p.reference_solutions[: cfg.max_references])
+        for p in problems
+        if p.reference_solutions and p.tests
+    ]
     total = cfg.runs * sum(len(p.tests) * len(p.reference_solutions) for p in checked)
     decisions: dict[str, Decision] = {}
     with _open_judge(judge, cfg) as j, _progress(bar, total) as (progress, task):
@@ -261,8 +269,8 @@ def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: V
         if d is not None:
             if d.removal is not None:
                 removals.append(d.removal)
-            else:
-                kept.append(d.problem)
+            else:  # with every reference it came with, run or not
+                kept.append(dataclasses.replace(d.problem, reference_solutions=p.reference_solutions))
         elif not p.tests:
             removals.append(Removal(p.id, "verify", "no_tests"))
         elif cfg.require_reference:
