@@ -243,23 +243,16 @@ def _progress(bar, total: int):
         yield progress, progress.add_task("verify", total=total)
 
 
-class _open_judge:
+@contextlib.contextmanager
+def _open_judge(judge, cfg: VerifyConfig):
     """The given judge as is, or a new one closed afterwards."""
+    if judge is not None:
+        yield judge
+        return
+    from mcoder.judge.run import Judge
 
-    def __init__(self, judge, cfg: VerifyConfig):
-        self.given, self.cfg, self.made = judge, cfg, None
-
-    def __enter__(self):
-        if self.given is not None:
-            return self.given
-        from mcoder.judge.run import Judge
-
-        self.made = Judge(self.cfg.judge_config()).__enter__()
-        return self.made
-
-    def __exit__(self, *exc) -> None:
-        if self.made is not None:
-            self.made.__exit__(*exc)
+    with Judge(cfg.judge_config()) as made:
+        yield made
 
 
 def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: VerifyConfig):
