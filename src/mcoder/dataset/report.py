@@ -259,6 +259,8 @@ def _notes_markdown(stages: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, (list, tuple, dict)) and not value:
+        return "(none)"
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     if isinstance(value, dict):
