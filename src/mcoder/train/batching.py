@@ -43,6 +43,12 @@ class Sample:
     def num_tokens(self) -> int:
         return len(self.rollout.completion_token_ids or ())
 
+    def to_row(self) -> dict:
+        """The per-sample record written beside each update (samples.jsonl)."""
+        return {"rollout_id": self.rollout.id, "problem_id": self.rollout.problem_id, "reward": self.reward,
+                "advantage": self.advantage, "truncated": self.truncated, "masked": self.masked,
+                "mask_reason": self.mask_reason}
+
 
 def join(
     rollouts: Iterable[Rollout], verdicts: dict[str, Verdict], *, rollouts_name: str, verdicts_name: str

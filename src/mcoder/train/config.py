@@ -140,10 +140,12 @@ class TrainConfig:
 
 PRESETS: dict[str, dict[str, Any]] = {
     # DeepSeekMath GRPO: symmetric clip, KL to a reference, per-sequence mean, no masking.
-    "grpo": dict(eps_low=0.2, eps_high=0.2, beta=0.04, loss_agg="sequence", truncation="none"),
+    "grpo": dict(eps_low=0.2, eps_high=0.2, beta=0.04, loss_agg="sequence", truncation="none",
+                 sampling_temperature="1.0"),
     # DAPO: clip-higher, no KL, token-level loss, truncated outputs masked, dynamic sampling.
     "dapo": dict(
-        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="all", dynamic_sampling=True
+        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="all", dynamic_sampling=True,
+        sampling_temperature="1.0",
     ),
     # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
     # (rho 0.1, m 128), temperature chosen by diversity.

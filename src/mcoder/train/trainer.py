@@ -208,7 +208,10 @@ class Trainer:
 
     # ------------------------------------------------------------ checkpoints
 
-    def save(self, out: str | os.PathLike, extra_state: dict[str, Any] | None = None) -> Path:
+    def save(
+        self, out: str | os.PathLike, extra_state: dict[str, Any] | None = None,
+        extra_files: dict[str, bytes] | None = None,
+    ) -> Path:
         """Write model (or adapter), tokenizer, resolved config, optimizer state and step to a
         temporary folder beside ``out``, then swap it into place: a kill leaves the old one whole."""
         out = Path(out)
@@ -222,6 +225,8 @@ class Trainer:
         state = {"step": self.step, "policy_version": self.policy_version, "base_model": self.base_model,
                  **(extra_state or {})}
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
+        for name, data in (extra_files or {}).items():
+            (tmp / name).write_bytes(data)
         old = out.with_name(f".{out.name}.old")
         if old.exists():
             shutil.rmtree(old)
