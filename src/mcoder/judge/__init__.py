@@ -1,1 +1,15 @@
-"""Stage 3: judge rollouts by running their code in a sandbox against the tests."""
+"""Stage 3: judge rollouts by running their code in a sandbox against the tests.
+
+Modules, in the order a rollout meets them:
+
+- ``extract``: the program in a completion (last fenced Python block, else bare code);
+- ``run``: ``Judge``, the library entry point (warm pool, cache, comparison, verdicts);
+- ``cache``: outcomes by (program, tests, limits, comparison), so identical programs run once;
+- ``pool``: the judge's side of the warm workers (start, hand out, restart);
+- ``worker``: a warm fork server in the sandbox, one candidate at a time;
+- ``harness``: what runs inside a candidate process (limits, stdin/call/functional tests);
+- ``sandbox``: the Linux isolation (namespaces, Landlock, user ids, rlimits, cleanup);
+- ``compare``: whether an output or return value answers a test;
+- ``stage``: ``mcoder judge`` on files (shards, resume, progress, summary);
+- ``config``: ``JudgeConfig``.
+"""

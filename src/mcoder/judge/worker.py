@@ -198,7 +198,9 @@ def finish_uid() -> None:
 
 def fork_child(job: dict, cpu_s: int, stdin_data: bytes, target) -> Child:
     stdin_fd = os.memfd_create("stdin", 0)
-    os.write(stdin_fd, stdin_data) if stdin_data else None
+    view = memoryview(stdin_data)
+    while view:
+        view = view[os.write(stdin_fd, view) :]
     os.lseek(stdin_fd, 0, os.SEEK_SET)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -249,7 +251,11 @@ def _exit_outcome(status: int | None) -> dict:
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU:
             return {"status": "time_limit", "detail": "CPU-time limit"}
-        return {"status": "runtime_error", "detail": f"killed by {signal.Signals(sig).name}"}
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return {"status": "runtime_error", "detail": f"killed by {name}"}
     code = os.WEXITSTATUS(status)
     if code == harness.EXIT_MEMORY:
         return {"status": "memory_limit", "detail": "out of memory"}
