@@ -272,6 +272,15 @@ def test_writes_outside_its_folder_are_refused(hostile_judge, outside_dir):
     assert sorted(p.name for p in outside_dir.iterdir()) == ["secret.txt", "victim.txt"]
 
 
+def test_filling_the_disk_stops_at_the_quota_in_memory(hostile_judge):
+    code = "i = 0\nwhile True:\n    with open(f'f{i}', 'wb') as f:\n        f.write(b'x' * (1 << 20))\n    i += 1"
+    v = run(hostile_judge, code, tests=[Test("", "")])
+    assert v.status == "runtime_error" and "No space left" in v.first_failure["stderr"], v.first_failure
+    # the files lived in the worker's own tmpfs: the judge's view of its folders stays empty
+    assert all(list(w.base.iterdir()) == [] for w in hostile_judge.pool.workers)
+    assert_alive(hostile_judge)
+
+
 def test_files_outside_python_are_unreadable(hostile_judge, outside_dir):
     v = run(
         hostile_judge, f"print(open({str(outside_dir / 'secret.txt')!r}).read())", tests=[Test("", "x\n")]

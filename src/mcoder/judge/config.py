@@ -35,7 +35,7 @@ class JudgeConfig:
     max_output_mb: float = 16.0
     """Standard output (or return value text) a test may produce before it is stopped."""
     max_disk_mb: int = 64
-    """Largest file a candidate may write into its own directory (RLIMIT_FSIZE)."""
+    """Disk a candidate may fill in its own directory (a tmpfs of this size per worker, in memory)."""
 
     # --- grading
     compare: str = "microcoder"
@@ -72,7 +72,7 @@ class JudgeConfig:
                 f"--memory-mb {self.memory_mb} is too small for a Python process",
                 hint="give at least 64 (256 or more for real problems)",
             )
-        if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 0:
+        if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:
             raise UsageError(

@@ -50,6 +50,7 @@ class Worker:
             "mode": self.mode,
             "uid": self.uid,
             "base": str(self.base),
+            "disk_mb": self.cfg.max_disk_mb,
             "scope": not self.cfg.unsafe_no_sandbox and landlock_abi() >= 6,
         }
         self.proc = subprocess.Popen(

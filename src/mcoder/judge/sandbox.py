@@ -169,8 +169,7 @@ def expose(roots: list[str]) -> None:
             closed.setdefault(a, []).append(r)
     if not closed:
         return
-    unshare(CLONE_NEWNS)
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    private_mounts()
     for folder, inside in closed.items():
         fds = {r: os.open(r, os.O_PATH | os.O_CLOEXEC) for r in inside}
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
@@ -200,6 +199,25 @@ def close_fds_from(first: int) -> None:
                 os.close(int(name))
             except OSError:
                 pass
+
+
+_private = False
+
+
+def private_mounts() -> None:
+    """A mount namespace of this process's own, changes to which reach no other process."""
+    global _private
+    if not _private:
+        unshare(CLONE_NEWNS)
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _private = True
+
+
+def disk_quota(folder: str, size_mb: int) -> None:
+    """Cover ``folder`` with a tmpfs of ``size_mb``: all files the candidates of this worker write,
+    together, fit in it (RLIMIT_FSIZE caps only one file), and the host's disk is never touched."""
+    private_mounts()
+    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0711,size={size_mb}m")
 
 
 def unshare(flags: int) -> None:

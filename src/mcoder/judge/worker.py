@@ -427,6 +427,7 @@ def setup(cfg: dict) -> None:
             sandbox.expose([r for r in readable if r.startswith("/") and os.path.exists(r)])
         else:
             sandbox.enter_user_namespace()
+        sandbox.disk_quota(cfg["base"], cfg["disk_mb"])
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
     if cfg.get("uid") is not None:
