@@ -25,6 +25,15 @@ import traceback
 from mcoder.judge import sandbox
 
 REPORT_FD = 3
+# The whole environment of a candidate (with HOME and TMPDIR, its folder): nothing of the judge's.
+# One BLAS/OpenMP thread: a pool per core would run into the process limit on a big machine.
+CANDIDATE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 EXIT_MEMORY = 86  # the process ran out of memory before it could report
 
 # Names LeetCode's Python environment has in scope, and its node classes.
@@ -81,9 +90,7 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None
     sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
     os.chdir(spec["dir"])
     os.environ.clear()
-    os.environ.update(
-        PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec["dir"], TMPDIR=spec["dir"], LANG="C.UTF-8"
-    )
+    os.environ.update(CANDIDATE_ENV, HOME=spec["dir"], TMPDIR=spec["dir"])
     _fresh_streams()
     sys.argv = ["main.py"]
 
