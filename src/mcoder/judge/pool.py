@@ -42,9 +42,13 @@ class Worker:
         self.base = root / f"w{slot}"
         self.base.mkdir(mode=0o711)
         self.proc: subprocess.Popen | None = None
-        self.start()
+        self.spawn()
 
     def start(self) -> None:
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
         setup = {
             "sandbox": not self.cfg.unsafe_no_sandbox,
             "mode": self.mode,
@@ -61,6 +65,8 @@ class Worker:
             cwd=self.base,
             close_fds=True,
         )
+
+    def wait_ready(self) -> None:
         kind, payload = self._recv()
         if kind != "ready":
             self.close()
@@ -125,9 +131,10 @@ class Pool:
         self.workers: list[Worker] = []
         self.free: queue.Queue[Worker] = queue.Queue()
         try:
-            for slot in range(cfg.workers):
-                w = Worker(slot, cfg, self.root)
-                self.workers.append(w)
+            for slot in range(cfg.workers):  # all start at once, then each is awaited
+                self.workers.append(Worker(slot, cfg, self.root))
+            for w in self.workers:
+                w.wait_ready()
                 self.free.put(w)
         except BaseException:
             self.close()
