@@ -1,0 +1,164 @@
+"""`mcoder train` as a user runs it: one batch through the CLI, its errors, and `--loop` killed
+with SIGKILL after step 2 and rerun."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from train_records import sample_rollouts, verdicts_for
+from typer.testing import CliRunner
+
+from mcoder.cli.app import app
+from mcoder.jsonl import RecordWriter
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+
+
+@pytest.fixture(scope="module")
+def batch_files(tiny_model, tmp_path_factory):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    d = tmp_path_factory.mktemp("batch")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    rollouts = sample_rollouts(model, tok, {"a": "sum", "b": "sort"}, n=2, max_tokens=8, temperature=0.9)
+    verdicts = verdicts_for(rollouts, lambda r: r.sample_index)
+    with RecordWriter(d / "r.jsonl", "id") as w:
+        w.write_all(rollouts)
+    with RecordWriter(d / "v.jsonl", "rollout_id") as w:
+        w.write_all(verdicts.values())
+    return d
+
+
+def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch_files, tmp_path):
+    args = ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
+            "--verdicts", str(batch_files / "v.jsonl"), "--out", str(tmp_path / "ck"), "--lr", "1e-3",
+            "--truncation", "none", "--mini-batch-size", "1", "-q"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    metrics = json.loads(r.stdout.splitlines()[0])
+    assert r.stdout.splitlines()[1] == str(tmp_path / "ck")
+    assert metrics["updates"] == 2 and metrics["temperature"] == 0.9 and metrics["grad_norm"] > 0
+    ck = tmp_path / "ck"
+    assert {"model.safetensors", "tokenizer.json", "train_config.json", "optimizer.pt", "trainer_state.json",
+            "samples.jsonl", "metrics.json"} <= {p.name for p in ck.iterdir()}
+    assert json.loads((ck / "train_config.json").read_text())["truncation"] == "none"
+    rows = [json.loads(x) for x in (ck / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all("mask_reason" in x for x in rows)
+
+    stamp = (ck / "optimizer.pt").stat().st_mtime_ns
+    again = CliRunner().invoke(app, args[:-1])
+    assert again.exit_code == 0 and "already holds" in again.stderr
+    assert (ck / "optimizer.pt").stat().st_mtime_ns == stamp
+
+
+def test_missing_flags_are_a_usage_error(tiny_model):
+    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", "r.jsonl"])
+    assert r.exit_code == 2 and "--verdicts, --out" in r.stderr
+    r = CliRunner().invoke(app, ["train", "--loop", "--model", str(tiny_model)])
+    assert r.exit_code == 2 and "--problems, --run-dir, --steps" in r.stderr
+
+
+def test_missing_verdict_names_the_file(tiny_model, batch_files, tmp_path):
+    lines = (batch_files / "v.jsonl").read_text().splitlines()
+    (tmp_path / "v.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
+                                 "--verdicts", str(tmp_path / "v.jsonl"), "--out", str(tmp_path / "ck")])
+    assert r.exit_code == 3
+    assert "v.jsonl" in r.stderr and "no verdict for rollout" in r.stderr
+    assert not (tmp_path / "ck").exists()
+
+
+def test_bad_algo_is_a_usage_error(tiny_model, batch_files, tmp_path):
+    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
+                                 "--verdicts", str(batch_files / "v.jsonl"), "--out", str(tmp_path / "ck"),
+                                 "--algo", "ppo"])
+    assert r.exit_code == 2 and "grpo, dapo, microcoder-grpo" in r.stderr
+
+
+# ---------------------------------------------------------------- the loop, killed and resumed
+
+
+def _sandbox_or_skip():
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge.sandbox import check_isolation
+
+    try:
+        check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"judge sandbox unavailable: {e.message}")
+
+
+def _loop_cmd(model: Path, run: Path) -> list[str]:
+    return [sys.executable, "-m", "mcoder", "train", "--loop", "--model", str(model),
+            "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run), "--steps", "3",
+            "--n", "2", "--train-batch-size", "2", "--max-tokens", "12", "--temperature", "1.0",
+            "--lr", "1e-4", "--judge-workers", "1", "--seed", "5"]
+
+
+def _checkpoint_step(run: Path) -> int:
+    try:
+        return json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return 0
+
+
+def test_loop_in_process_runs_a_step_and_extends(tiny_model, tmp_path):
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]  # the same flags, through the CLI in this process
+    cmd[cmd.index("--steps") + 1] = "1"
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0, r.output
+    assert _checkpoint_step(run) == 1
+    cmd[cmd.index("--steps") + 1] = "2"  # a finished run may be extended; the rest of its config may not
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0 and "resuming after step 1" in r.stderr, r.output
+    assert [orjson.loads(x)["step"] for x in (run / "metrics.jsonl").read_bytes().splitlines()] == [1, 2]
+    cmd[cmd.index("--lr") + 1] = "1e-2"
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 2 and "other settings (lr)" in r.stderr
+
+
+@pytest.mark.slow
+def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(_loop_cmd(tiny_model, run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 300
+    while _checkpoint_step(run) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _checkpoint_step(run) == 2, proc.stderr.read().decode() if proc.poll() is not None else "timeout"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    done = subprocess.run(_loop_cmd(tiny_model, run), capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "resuming after step 2" in done.stderr
+    assert "step 1/3" not in done.stderr and "step 3/3" in done.stderr
+    assert done.stdout.strip() == str(run / "checkpoint")
+
+    metrics = [orjson.loads(x) for x in (run / "metrics.jsonl").read_bytes().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3]
+    for key in ("masked_count", "diversity/lexical", "diversity/program", "temperature", "time/rollout",
+                "time/judge", "time/train", "tokens_per_s", "kl", "entropy", "clip/low", "clip/high"):
+        assert key in metrics[-1], key
+    state = json.loads((run / "checkpoint" / "trainer_state.json").read_text())
+    assert state["loop_step"] == 3 and state["policy_version"] == 3 and state["step"] == 3
+    for step in (1, 2, 3):
+        d = run / f"step_{step:04d}"
+        rollouts = [orjson.loads(x) for x in (d / "rollouts.jsonl").read_bytes().splitlines()]
+        verdicts = [orjson.loads(x) for x in (d / "verdicts.jsonl").read_bytes().splitlines()]
+        assert len(rollouts) == 4 and {v["rollout_id"] for v in verdicts} == {r["id"] for r in rollouts}
+        assert {r["policy_version"] for r in rollouts} == {step - 1}
+    assert not list(run.rglob("*.part"))
