@@ -6,6 +6,7 @@
   repeats itself from looking diverse: only differences *between* samples count.
 - program: distinct programs after normalising the extracted code's AST (names renamed in order
   of first use, docstrings dropped, formatting and comments gone): D = (distinct - 1) / (G - 1).
+  (n-gram orders longer than every completion are left out of the lexical mean.)
   Text that does not parse counts as the program of its whitespace-collapsed text.
 
 A group of fewer than two completions has no diversity to measure (0).
@@ -28,7 +29,8 @@ def lexical_diversity(texts: Sequence[str], orders: Sequence[int] = NGRAM_ORDERS
     if len(texts) < 2:
         return 0.0
     words = [_WORD.findall(t) for t in texts]
-    return fmean(_distinct_ratio([_ngrams(w, n) for w in words]) for n in orders)
+    ratios = [_distinct_ratio(sets) for n in orders if any(sets := [_ngrams(w, n) for w in words])]
+    return fmean(ratios) if ratios else 0.0  # orders longer than every text are left out
 
 
 def _ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
@@ -38,8 +40,6 @@ def _ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
 def _distinct_ratio(sets: list[set]) -> float:
     g = len(sets)
     total = sum(len(s) for s in sets)
-    if total == 0:
-        return 0.0  # all empty: nothing differs
     union = len(set().union(*sets))
     return max(0.0, (union / total - 1 / g) / (1 - 1 / g))
 
