@@ -118,7 +118,7 @@ class Judge:
                     field="problem_id",
                     hint="pass the problems file the rollouts were made from",
                 )
-            code, quick = self._program(problem, r.completion)
+            code, compiled, quick = self._program(problem, r.completion)
             if quick is not None:
                 deliver(i, quick, False)
                 continue
@@ -131,10 +131,10 @@ class Judge:
                 waiting[key].append(i)
             else:
                 waiting[key] = [i]
-                runs.append((key, code, problem, prep))
+                runs.append((key, code, compiled, problem, prep))
 
-        def run(key: str, code: str, problem: Problem, prep: _Prepared) -> None:
-            outcome = self._run(code, problem, prep)
+        def run(key: str, code: str, compiled: Any, problem: Problem, prep: _Prepared) -> None:
+            outcome = self._run(code, compiled, problem, prep)
             self.cache.put(key, outcome)
             first, *rest = waiting[key]
             deliver(first, outcome, False)
@@ -148,20 +148,23 @@ class Judge:
 
     # ------------------------------------------------------------------ steps
 
-    def _program(self, problem: Problem, completion: str) -> tuple[str | None, Outcome | None]:
-        """The program, or the outcome that needs no run (no code, compile error, no tests)."""
+    def _program(self, problem: Problem, completion: str) -> tuple[str, Any, Outcome | None]:
+        """(source, code object, None), or the outcome that needs no run (no code, compile
+        error, no tests) in third place."""
         n = len(problem.tests)
         code = extract_code(completion)
         if code is None:
-            return None, Outcome(
-                "no_code", 0, n, {"reason": "no code block or Python code in the completion"}
+            return (
+                "",
+                None,
+                Outcome("no_code", 0, n, {"reason": "no code block or Python code in the completion"}),
             )
         compiled, error = compile_program(code)
         if compiled is None:
-            return None, Outcome("compile_error", 0, n, {"reason": error})
+            return code, None, Outcome("compile_error", 0, n, {"reason": error})
         if n == 0:  # nothing can show the program right: never a pass
-            return None, Outcome("wrong_answer", 0, 0, {"reason": "the problem has no tests"})
-        return code, None
+            return code, None, Outcome("wrong_answer", 0, 0, {"reason": "the problem has no tests"})
+        return code, compiled, None
 
     def _prepare(self, problem: Problem) -> _Prepared:
         entry = self._prepared.get(id(problem))
@@ -173,11 +176,11 @@ class Judge:
         self._prepared[id(problem)] = (problem, prep)
         return prep
 
-    def _run(self, code: str, problem: Problem, prep: _Prepared) -> Outcome:
+    def _run(self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared) -> Outcome:
         """Run on a free worker; a worker that dies under a job (killed from outside) is restarted
         and the job runs once more, so that the candidate is not blamed for it."""
         t0 = time.monotonic()
-        compiled = marshal.dumps(compile(code, "main.py", "exec", dont_inherit=True))
+        compiled = marshal.dumps(compiled_code)
         limits = {
             "timeout_s": self.cfg.timeout_s,
             "memory_mb": self.cfg.memory_mb,
@@ -205,7 +208,7 @@ class Judge:
                 return grader.outcome(time.monotonic() - t0)
             except WorkerDied as e:
                 if attempt == 2:
-                    grader.worker_died([i for i in range(len(problem.tests))], str(e))
+                    grader.worker_died(list(range(len(problem.tests))), str(e))
         return grader.outcome(time.monotonic() - t0)
 
     def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:
