@@ -173,7 +173,7 @@ def test_early_exit_stops_the_test_already_started(judge):
 
 
 def test_fraction_reward_runs_every_test():
-    with Judge(_cfg(reward="fraction", early_exit=False, workers=1)) as j:
+    with Judge(_cfg(reward="fraction", workers=1)) as j:  # fraction: every test runs by default
         v = judge_one(j, STDIN, "n = int(input())\nprint(2 * n if n < 5 else 0)")
         assert v.status == "wrong_answer" and v.tests_passed == 2 and v.reward == 0.5
         assert v.first_failure["index"] == 1  # the first failure is kept, later ones are counted

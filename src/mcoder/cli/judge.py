@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
             memory_mb=memory_mb,
             compare=compare,
             reward=reward,
-            early_exit=not no_early_exit,
+            early_exit=False if no_early_exit else None,
             unsafe_no_sandbox=unsafe_no_sandbox,
         )
         judge_files(cfg, problems, rollouts, out, Shard.parse(shard), overwrite=overwrite)

@@ -42,8 +42,8 @@ class JudgeConfig:
     """Output comparison: microcoder (tolerant chain) or strict (LiveCodeBench's rules)."""
     reward: str = "binary"
     """binary: 1 when every test passes, else 0; fraction: the share of tests passed."""
-    early_exit: bool = True
-    """Stop a candidate at its first failing test (tests_passed then counts up to that test)."""
+    early_exit: bool | None = None
+    """Stop a candidate at its first failing test (None: on for binary rewards, off for fraction)."""
 
     # --- isolation
     unsafe_no_sandbox: bool = False
@@ -58,6 +58,8 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         if self.workers <= 0:
             self.workers = default_workers()
+        if self.early_exit is None:
+            self.early_exit = self.reward == "binary"
         self.validate()
 
     def validate(self) -> None:
