@@ -1,0 +1,139 @@
+"""`mcoder rollout` through the CLI: records, resume after a kill, temperature flags, exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from mcoder.cli.app import app
+from mcoder.jsonl import read_records
+from mcoder.records import Rollout
+from tests.rollout_models import one_torch_thread, problems
+
+runner = CliRunner()
+_one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
+
+
+@pytest.fixture
+def src(tmp_path):
+    path = tmp_path / "problems.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(dataclasses.asdict(p)) + b"\n" for p in problems(3)))
+    return path
+
+
+def rollout(tiny_model, src, out, *extra):
+    args = ["rollout", "--problems", str(src), "--model", str(tiny_model), "--out", str(out),
+            "--n", "4", "--max-tokens", "8", "--engine", "hf", "--seed", "3", *extra]
+    return runner.invoke(app, args)
+
+
+def test_writes_n_rollouts_per_problem_and_prints_the_path(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rollout(tiny_model, src, out)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == str(out)
+    recs = list(read_records(out, Rollout))
+    assert [r.id for r in recs] == [f"{p.id}/0/{j}" for p in problems(3) for j in range(4)]
+    for r in recs:
+        assert r.temperature == 1.0 and r.seed == 3 and r.model == str(tiny_model) and r.policy_version == 0
+        assert r.finish_reason in ("stop", "length")
+        assert len(r.completion_token_ids) == len(r.sampling_logprobs) <= 8
+    assert "rollout summary" in res.stderr and "truncated share" in res.stderr
+    assert not (tmp_path / "r.jsonl.part").exists()
+
+
+def test_resume_after_a_kill_completes_the_same_samples(tiny_model, src, tmp_path):
+    full = tmp_path / "full.jsonl"
+    assert rollout(tiny_model, src, full).exit_code == 0
+    lines = full.read_bytes().splitlines(keepends=True)
+    killed = tmp_path / "killed.jsonl"
+    (tmp_path / "killed.jsonl.part").write_bytes(b"".join(lines[:5]) + lines[5][:30])  # torn 6th line
+    res = rollout(tiny_model, src, killed)
+    assert res.exit_code == 0, res.output
+    assert "resuming" in res.stderr
+    a, b = list(read_records(full, Rollout)), list(read_records(killed, Rollout))
+    assert [r.id for r in a] == [r.id for r in b]
+    assert [r.completion_token_ids for r in a] == [r.completion_token_ids for r in b]
+    for x, y in zip(a, b):  # other batches -> other padding -> float rounding only
+        assert max(abs(p - q) for p, q in zip(x.sampling_logprobs, y.sampling_logprobs)) < 1e-4
+
+
+def test_a_finished_output_is_not_sampled_again_unless_overwritten(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert rollout(tiny_model, src, out, "--limit", "2").exit_code == 0
+    assert len(out.read_text().splitlines()) == 8
+    res = rollout(tiny_model, src, out)  # one more problem: only its group is added
+    assert res.exit_code == 0 and len(out.read_text().splitlines()) == 12
+    assert "problems sampled        │     1" in res.stderr
+    res = rollout(tiny_model, src, out, "--overwrite", "--limit", "1")
+    assert res.exit_code == 0 and len(out.read_text().splitlines()) == 4
+
+
+def test_temperature_auto_prints_the_table_and_records_the_choice(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rollout(tiny_model, src, out, "--temperature", "auto", "--temperature-candidates", "0.6,1.2",
+                  "--probe-problems", "2", "--diversity-target", "0.5")
+    assert res.exit_code == 0, res.output
+    assert "D(T)" in res.stderr
+    choice = json.loads((tmp_path / "r.jsonl.temperature.json").read_text())
+    assert [t for t, _ in choice["table"]] == [0.6, 1.2] and choice["target"] == 0.5
+    assert {r.temperature for r in read_records(out, Rollout)} == {choice["temperature"]}
+    res = rollout(tiny_model, src, out, "--temperature", "auto")  # resumes with the recorded choice
+    assert res.exit_code == 0 and "chosen earlier" in res.stderr
+
+
+def test_schedule_gives_the_stage_temperature(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rollout(tiny_model, src, out, "--temperature-schedule", "0.6@0,1.3@5", "--step", "7", "--limit", "1")
+    assert res.exit_code == 0, res.output
+    assert {r.temperature for r in read_records(out, Rollout)} == {1.3}
+
+
+@pytest.mark.parametrize(
+    "extra, code, words",
+    [
+        (["--temperature", "hot"], 2, "not a number"),
+        (["--n", "0"], 2, "at least one sample"),
+        (["--temperature", "1.0", "--temperature-schedule", "0.6@0"], 2, "both given"),
+        (["--temperature-schedule", "0.6@3"], 2, "step 0"),
+        (["--engine", "tpu"], 2, "unknown engine"),
+    ],
+)
+def test_bad_flags_exit_2(tiny_model, src, tmp_path, extra, code, words):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", *extra)
+    assert res.exit_code == code and words in res.stderr, res.output
+
+
+def test_missing_inputs_exit_2(tiny_model, src, tmp_path):
+    res = rollout(tiny_model, tmp_path / "nope.jsonl", tmp_path / "r.jsonl")
+    assert res.exit_code == 2 and "no such file" in res.stderr
+    res = rollout(tmp_path, src, tmp_path / "r.jsonl")
+    assert res.exit_code == 2 and "no config.json" in res.stderr
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--adapter", str(tmp_path))
+    assert res.exit_code == 2 and "adapter_config.json" in res.stderr
+
+
+def test_bad_problem_data_exits_3_naming_file_and_line(tiny_model, src, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(src.read_text() + '{"id": "x", "source": "t", "question": 5, "tests": []}\n')
+    res = rollout(tiny_model, bad, tmp_path / "r.jsonl")
+    assert res.exit_code == 3
+    assert f"{bad}:4" in res.stderr and "question" in res.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_engine_vllm_without_vllm_exits_4_with_an_install_hint(tiny_model, src, tmp_path):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "vllm")
+    assert res.exit_code == 4
+    assert "not installed" in res.stderr and "pip install" in res.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="test_rollout_vllm covers auto -> vllm")
+def test_engine_auto_says_which_engine(tiny_model, src, tmp_path):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "auto", "--limit", "1")
+    assert res.exit_code == 0 and "engine: hf (vllm is not installed)" in res.stderr
