@@ -75,6 +75,7 @@ def train(
         Optional[bool], Opt("--dynamic-sampling/--no-dynamic-sampling", help="Drop zero-variance groups.")
     ] = None,
     dtype: Annotated[Optional[str], Opt("--dtype", help="float32 or bfloat16.")] = None,
+    device: Annotated[Optional[str], Opt("--device", help="auto (cuda when present), cpu, cuda or cuda:N.")] = None,
     save_every: Annotated[Optional[int], Opt("--save-every", help="Loop: checkpoint every N steps.")] = None,
     unsafe_no_sandbox: Annotated[
         bool, Opt("--unsafe-no-sandbox", help="Loop: judge without isolation (only inside outer isolation).")
@@ -95,7 +96,7 @@ def train(
         recompute_old_logprobs=recompute_old_logprobs, eps_low=eps_low, eps_high=eps_high, beta=beta,
         loss_agg=loss_agg, truncation=truncation, mask_rho=mask_rho, mask_repeat_m=mask_repeat_m,
         mask_non_incorrect=mask_non_incorrect, overlong_penalty=overlong_penalty,
-        dynamic_sampling=dynamic_sampling, dtype=dtype, seed=seed,
+        dynamic_sampling=dynamic_sampling, dtype=dtype, device=device, seed=seed,
     )
     if loop:
         from mcoder.train.loop import LoopJob, run_loop

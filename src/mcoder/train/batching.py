@@ -151,6 +151,10 @@ class Batch:
     old_logprobs: torch.Tensor | None  # (B, C) log π_old, when every sample has them
     ref_logprobs: torch.Tensor | None  # (B, C) log π_ref, when every sample has them
 
+    def to(self, device) -> Batch:
+        moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
+        return Batch(**moved)
+
     @property
     def prompt_len(self) -> int:
         return self.input_ids.shape[1] - self.completion_ids.shape[1]

@@ -91,6 +91,8 @@ class TrainConfig:
     """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
     dtype: str = "float32"
     """Parameter dtype: float32 or bfloat16."""
+    device: str = "auto"
+    """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
 
     # --- loop
     steps: int = 1

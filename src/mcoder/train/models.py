@@ -86,13 +86,27 @@ def load_reference(path: str, policy, cfg: TrainConfig):
     from transformers import AutoModelForCausalLM
 
     ref = AutoModelForCausalLM.from_pretrained(_check_model_dir(path), dtype=DTYPES[cfg.dtype])
-    ref.eval().requires_grad_(False)
+    ref.to(model_device(policy)).eval().requires_grad_(False)
     return ref
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto -> cuda when present, else cpu. Asking for cuda where there is none is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise EnvironmentMissing(f"--device {name}: no CUDA device here", hint="use --device cpu (or auto)")
+    return torch.device(name)
+
+
+def model_device(model) -> torch.device:
+    return next(model.parameters()).device
 
 
 def completion_logits(model, batch: Batch) -> torch.Tensor:
     """Logits that predict each completion token: position P-1+t predicts token t. (B, C, V)"""
     C = batch.completion_ids.shape[1]
+    batch = batch.to(model_device(model))
     out = model(
         input_ids=batch.input_ids,
         attention_mask=batch.attention_mask,
@@ -109,4 +123,4 @@ def score(model, batch: Batch, temperature: float, *, reference: bool = False) -
     ctx = model.disable_adapter() if reference and hasattr(model, "disable_adapter") else contextlib.nullcontext()
     with ctx:
         logits = completion_logits(model, batch)  # (B, C, V)
-    return grpo.token_logprobs(logits, batch.completion_ids, temperature)  # (B, C)
+    return grpo.token_logprobs(logits, batch.completion_ids.to(logits.device), temperature).cpu()  # (B, C)

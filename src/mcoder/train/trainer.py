@@ -28,7 +28,14 @@ from mcoder.records import STATUSES, Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.batching import Sample, collate, groups, join, microbatches, minibatches, prepare
 from mcoder.train.config import TrainConfig
-from mcoder.train.models import completion_logits, load_policy, load_reference, load_tokenizer, score
+from mcoder.train.models import (
+    completion_logits,
+    load_policy,
+    load_reference,
+    load_tokenizer,
+    resolve_device,
+    score,
+)
 
 STATE_FILE = "trainer_state.json"
 OPTIM_FILE = "optimizer.pt"
@@ -49,7 +56,8 @@ class Trainer:
         self.model_path = str(model_path)
         torch.manual_seed(cfg.seed)
         self.tokenizer = load_tokenizer(self.model_path)
-        self.model = load_policy(self.model_path, cfg)
+        self.device = resolve_device(cfg.device)
+        self.model = load_policy(self.model_path, cfg).to(self.device)
         self.model.train()
         self.reference = load_reference(self.model_path, self.model, cfg)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -173,7 +181,7 @@ class Trainer:
         return sums
 
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
-        batch = collate(micro, self.tokenizer.pad_token_id)
+        batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
         logits = completion_logits(self.model, batch)  # (B, C, V)
         logp = grpo.token_logprobs(logits, batch.completion_ids, T)  # (B, C)
         parts = grpo.policy_loss(
@@ -245,7 +253,7 @@ class Trainer:
         self.policy_version = int(state["policy_version"])
         self.base_model = state.get("base_model", self.model_path)
         if (path / OPTIM_FILE).exists():
-            saved = torch.load(path / OPTIM_FILE, weights_only=True)
+            saved = torch.load(path / OPTIM_FILE, weights_only=True, map_location=self.device)
             try:
                 self.optimizer.load_state_dict(saved["optimizer"])
             except ValueError as e:
