@@ -273,6 +273,76 @@ def test_dropping_or_adding_a_token_is_rejected(output):
     assert compare_output(text, text + " x") is None
 
 
+NUMBERISH = st.sampled_from(
+    [
+        "1e9999999999999999999",
+        "-1e99999999999999999999",
+        "1e-400",
+        "1e400",
+        "0",
+        "-0",
+        ".5",
+        "5.",
+        "1_0",
+        "inf",
+        "nan",
+        "sNaN",
+        "Infinity",
+        "1e5",
+        "9" * 5000,
+        "[",
+        "(",
+        "{",
+        "}",
+        ")",
+        "]",
+        ",",
+        ":",
+        "'",
+        '"',
+        "True",
+        "null",
+        "#",
+        "\\",
+        "0x1",
+        "1j",
+        "\u0661",
+        "\u00a0",
+        "\n",
+        "\r\n",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(NUMBERISH | st.text(max_size=3), max_size=12).map("".join),
+    st.lists(NUMBERISH | st.text(max_size=3), max_size=12).map("".join),
+    st.sampled_from(["microcoder", "strict"]),
+)
+def test_comparing_any_texts_never_raises(expected, got, mode):
+    assert compare_output(expected, got, mode) in (None, *MICROCODER_RULES, *STRICT_RULES)
+
+
+ANY_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | st.just(10**400),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.frozensets(st.integers() | st.text(max_size=2), max_size=3)
+        | st.dictionaries(st.text(max_size=2) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ANY_VALUE, ANY_VALUE, st.sampled_from(["microcoder", "strict"]))
+def test_comparing_any_values_never_raises(expected, got, mode):
+    assert compare_value(expected, got, mode) in (None, *MICROCODER_RULES, *STRICT_RULES)
+
+
 JSONISH = st.recursive(
     st.none()
     | st.booleans()
