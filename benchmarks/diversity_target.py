@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mcoder.rollout.diversity import lexical_diversity  # noqa: E402
+from mcoder.rollout.diversity import lexical_diversity
 
 
 def humaneval_solutions() -> list[str]:

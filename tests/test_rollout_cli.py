@@ -8,12 +8,12 @@ import json
 
 import orjson
 import pytest
+from tests.rollout_models import one_torch_thread, problems
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
 from mcoder.jsonl import read_records
 from mcoder.records import Rollout
-from tests.rollout_models import one_torch_thread, problems
 
 runner = CliRunner()
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)

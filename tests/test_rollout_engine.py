@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tests.rollout_models import eos_prone, forward_logprobs, make_lora_adapter, one_torch_thread, problems
 
 from mcoder.prompts import render_prompt
 from mcoder.rollout.engines import HFEngine, make_engine
 from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
-from tests.rollout_models import eos_prone, forward_logprobs, make_lora_adapter, one_torch_thread, problems
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 

@@ -4,12 +4,17 @@ staged schedules change T only at their boundaries."""
 from __future__ import annotations
 
 import pytest
+from tests.rollout_models import one_torch_thread, peaky, problems
 
 from mcoder.errors import UsageError
 from mcoder.rollout.engines import HFEngine
 from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, TemperatureSchedule, parse_candidates, select_temperature
-from tests.rollout_models import one_torch_thread, peaky, problems
+from mcoder.rollout.temperature import (
+    DEFAULT_CANDIDATES,
+    TemperatureSchedule,
+    parse_candidates,
+    select_temperature,
+)
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 

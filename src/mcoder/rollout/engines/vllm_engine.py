@@ -18,7 +18,6 @@ from typing import Any
 
 from mcoder.rollout.engines.base import Sample, decode, prompt_seeds
 
-
 CPU_MEMORY_FRACTION = 0.25
 
 
