@@ -500,10 +500,11 @@ def _sets_match(e: set | frozenset, g: Any, tolerant: bool) -> bool:
     allowed = (set, frozenset, list, tuple) if tolerant else (type(e),)
     if not isinstance(g, allowed):
         return False
-    got = [_canonical(x) for x in g]
-    if len(set(got)) != len(got):  # a list with duplicates is not that set
+    try:
+        got = {_canonical(x) for x in g}
+    except TypeError:  # a list or dict inside: never an element of the expected set
         return False
-    return set(got) == {_canonical(x) for x in e}
+    return len(got) == len(g) and got == {_canonical(x) for x in e}  # duplicates are not that set
 
 
 def _canonical(value: Any) -> Any:
