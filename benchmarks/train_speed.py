@@ -43,8 +43,10 @@ def fixed_batch(tokenizer, prompts: int, group: int, length: int, seed: int):
     rng = random.Random(seed)
     vocab = [i for i in range(3, len(tokenizer))]
     p_ids = [[rng.choice(vocab) for _ in range(24)] for _ in range(prompts)]
-    c_ids = [[rng.choice(vocab) for _ in range(length - 1)] + [tokenizer.eos_token_id]
-             for _ in range(prompts * group)]
+    c_ids = [
+        [rng.choice(vocab) for _ in range(length - 1)] + [tokenizer.eos_token_id]
+        for _ in range(prompts * group)
+    ]
     rewards = [float(i % 2) for i in range(prompts * group)]  # variance in every group
     return p_ids, c_ids, rewards
 
@@ -57,19 +59,42 @@ def run_mcoder(model_dir: str, a) -> dict:
     from mcoder.train.trainer import Trainer
 
     torch.set_num_threads(a.threads)
-    cfg = resolve("dapo", {"lr": 1e-5, "dynamic_sampling": False, "truncation": "none", "temperature": 1.0,
-                           "mini_batch_size": a.prompts, "micro_batch_size": a.prompts * a.group,
-                           "shuffle": False})
+    cfg = resolve(
+        "dapo",
+        {
+            "lr": 1e-5,
+            "dynamic_sampling": False,
+            "truncation": "none",
+            "temperature": 1.0,
+            "mini_batch_size": a.prompts,
+            "micro_batch_size": a.prompts * a.group,
+            "shuffle": False,
+        },
+    )
     trainer = Trainer(model_dir, cfg)
     p_ids, c_ids, rewards = fixed_batch(trainer.tokenizer, a.prompts, a.group, a.length, a.seed)
     rollouts, verdicts = [], {}
     for i, c in enumerate(c_ids):
         rid = f"r{i}"
-        rollouts.append(Rollout(id=rid, problem_id=f"p{i // a.group}", completion="",
-                                prompt_token_ids=p_ids[i // a.group], completion_token_ids=c, finish_reason="stop"))
-        verdicts[rid] = Verdict(rollout_id=rid, problem_id=f"p{i // a.group}", reward=rewards[i],
-                                passed=bool(rewards[i]), status="accepted" if rewards[i] else "wrong_answer",
-                                tests_passed=0, tests_total=1)
+        rollouts.append(
+            Rollout(
+                id=rid,
+                problem_id=f"p{i // a.group}",
+                completion="",
+                prompt_token_ids=p_ids[i // a.group],
+                completion_token_ids=c,
+                finish_reason="stop",
+            )
+        )
+        verdicts[rid] = Verdict(
+            rollout_id=rid,
+            problem_id=f"p{i // a.group}",
+            reward=rewards[i],
+            passed=bool(rewards[i]),
+            status="accepted" if rewards[i] else "wrong_answer",
+            tests_passed=0,
+            tests_total=1,
+        )
     # π_old as a rollout engine would have recorded it (TRL, on-policy, skips this forward too)
     for s in trainer.prepare_samples(rollouts, verdicts).samples:
         s.rollout.sampling_logprobs = s.old_logprobs
@@ -118,15 +143,37 @@ def run_trl(model_dir: str, a) -> dict:
     clock = Clock()
     with tempfile.TemporaryDirectory() as out:
         args = GRPOConfig(
-            output_dir=out, per_device_train_batch_size=a.prompts * a.group, num_generations=a.group,
-            max_completion_length=a.length, temperature=1.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.28,
-            beta=0.0, learning_rate=1e-5, max_steps=a.steps, report_to="none", use_cpu=True, bf16=False,
-            logging_steps=1000, save_strategy="no", shuffle_dataset=False, seed=a.seed, disable_tqdm=True,
+            output_dir=out,
+            per_device_train_batch_size=a.prompts * a.group,
+            num_generations=a.group,
+            max_completion_length=a.length,
+            temperature=1.0,
+            loss_type="dapo",
+            epsilon=0.2,
+            epsilon_high=0.28,
+            beta=0.0,
+            learning_rate=1e-5,
+            max_steps=a.steps,
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            logging_steps=1000,
+            save_strategy="no",
+            shuffle_dataset=False,
+            seed=a.seed,
+            disable_tqdm=True,
             dataloader_num_workers=0,
         )
         ds = Dataset.from_list([{"prompt": str(i)} for i in range(a.prompts)])
-        trainer = GRPOTrainer(model=model_dir, reward_funcs=reward, args=args, train_dataset=ds,
-                              processing_class=tok, rollout_func=rollout_func, callbacks=[clock])
+        trainer = GRPOTrainer(
+            model=model_dir,
+            reward_funcs=reward,
+            args=args,
+            train_dataset=ds,
+            processing_class=tok,
+            rollout_func=rollout_func,
+            callbacks=[clock],
+        )
         before = rss_mb()
         trainer.train()
     begins = [t for kind, t, _ in clock.marks if kind == "begin"]
@@ -164,13 +211,22 @@ def main() -> None:
         results: dict[str, list[dict]] = {"mcoder": [], "trl": []}
         for rep in range(a.repeats):
             for which in ("mcoder", "trl"):  # interleaved, so machine load hits both alike
-                cmd = [sys.executable, __file__, "--which", which, "--model", model,
-                       *[f"--{k}={getattr(a, k)}" for k in ("prompts", "group", "length", "steps", "threads")],
-                       f"--seed={a.seed + rep}"]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--which",
+                    which,
+                    "--model",
+                    model,
+                    *[f"--{k}={getattr(a, k)}" for k in ("prompts", "group", "length", "steps", "threads")],
+                    f"--seed={a.seed + rep}",
+                ]
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
                 results[which].append(json.loads(out.split("RESULT ", 1)[1]))
-    print(f"one GRPO step: {a.prompts} prompts x G={a.group} x {a.length} completion tokens, tiny Qwen3, "
-          f"{a.threads} torch threads, {a.repeats} repeats (first of {a.steps} steps is warm-up)")
+    print(
+        f"one GRPO step: {a.prompts} prompts x G={a.group} x {a.length} completion tokens, tiny Qwen3, "
+        f"{a.threads} torch threads, {a.repeats} repeats (first of {a.steps} steps is warm-up)"
+    )
     print(f"{'':8} {'tokens/s':>18} {'step s':>14} {'peak RSS MiB':>16} {'RSS rise MiB':>16}")
     for which, rs in results.items():
         tps = [r["tokens"] / statistics.fmean(r["times"][1:]) for r in rs]

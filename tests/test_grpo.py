@@ -148,15 +148,25 @@ def test_aggregation_modes(agg, expect):
 def test_aggregation_divides_by_minibatch_totals():
     # the same micro-batch inside a mini-batch of 8 tokens / 4 sequences
     assert grpo.aggregate(PER_TOKEN, MASK, "token", num_tokens=8, num_seqs=4).item() == pytest.approx(10 / 8)
-    assert grpo.aggregate(PER_TOKEN, MASK, "sequence", num_tokens=8, num_seqs=4).item() == pytest.approx(4 / 4)
+    assert grpo.aggregate(PER_TOKEN, MASK, "sequence", num_tokens=8, num_seqs=4).item() == pytest.approx(
+        4 / 4
+    )
 
 
 # ---------------------------------------------------------------- truncation masking, each condition
 
 
 def decide(**kw):
-    args = dict(truncated=True, status="accepted", tokens=list(range(300)), mode="conditional",
-                rng=random.Random(0), rho=1.0, m=128, non_incorrect="accepted_or_no_code")
+    args = {
+        "truncated": True,
+        "status": "accepted",
+        "tokens": list(range(300)),
+        "mode": "conditional",
+        "rng": random.Random(0),
+        "rho": 1.0,
+        "m": 128,
+        "non_incorrect": "accepted_or_no_code",
+    }
     args.update(kw)
     return truncation_decision(**args)
 
@@ -199,13 +209,27 @@ def test_dapo_masks_every_truncated_output_and_none_masks_nothing():
 
 
 def rollout(i: str, pid: str, comp: list[int], finish: str = "stop") -> Rollout:
-    return Rollout(id=i, problem_id=pid, completion="x", prompt_token_ids=[5, 6],
-                   completion_token_ids=comp, finish_reason=finish, sampling_logprobs=[-1.0] * len(comp))
+    return Rollout(
+        id=i,
+        problem_id=pid,
+        completion="x",
+        prompt_token_ids=[5, 6],
+        completion_token_ids=comp,
+        finish_reason=finish,
+        sampling_logprobs=[-1.0] * len(comp),
+    )
 
 
 def verdict(i: str, pid: str, reward: float, status: str) -> Verdict:
-    return Verdict(rollout_id=i, problem_id=pid, reward=reward, passed=reward > 0, status=status,
-                   tests_passed=0, tests_total=1)
+    return Verdict(
+        rollout_id=i,
+        problem_id=pid,
+        reward=reward,
+        passed=reward > 0,
+        status=status,
+        tests_passed=0,
+        tests_total=1,
+    )
 
 
 def test_masked_sample_contributes_nothing_and_leaves_others_unchanged():
@@ -229,8 +253,16 @@ def test_masked_sample_contributes_nothing_and_leaves_others_unchanged():
 
     # its tokens carry no gradient and no weight in the loss
     logp = torch.zeros(3, 4, requires_grad=True)
-    parts = grpo.policy_loss(logp, torch.zeros(3, 4), batch.advantages, batch.completion_mask,
-                             eps_low=0.2, eps_high=0.28, num_tokens=5, num_seqs=3)
+    parts = grpo.policy_loss(
+        logp,
+        torch.zeros(3, 4),
+        batch.advantages,
+        batch.completion_mask,
+        eps_low=0.2,
+        eps_high=0.28,
+        num_tokens=5,
+        num_seqs=3,
+    )
     parts.loss.backward()
     assert logp.grad[1].abs().sum().item() == 0.0
     assert logp.grad[0].abs().sum().item() > 0.0
@@ -247,3 +279,38 @@ def test_dynamic_sampling_drops_zero_variance_groups():
     kept = prepare(pairs, resolve("dapo"), L_max=8)
     assert [s.rollout.id for s in kept] == ["a", "b"]
     assert len(prepare(pairs, resolve("grpo"), L_max=8)) == 4
+
+
+def test_ratio_weighted_kl_by_hand():
+    # r = e^{0.1}, kl = e^{d} - d - 1 with d = -0.1 - 0.1 = -0.2; loss = beta * r * kl (A = 0)
+    lp = torch.tensor([[0.1]], requires_grad=True)
+    parts = grpo.policy_loss(
+        lp,
+        torch.zeros(1, 1),
+        torch.zeros(1),
+        torch.ones(1, 1),
+        eps_low=0.2,
+        eps_high=0.28,
+        beta=0.5,
+        ref_logp=torch.tensor([[-0.1]]),
+        num_tokens=1,
+        num_seqs=1,
+        kl_ratio_weighted=True,
+    )
+    r, d = math.exp(0.1), -0.2
+    kl = math.exp(d) - d - 1
+    assert parts.loss.item() == pytest.approx(0.5 * r * kl, rel=1e-6)
+    parts.loss.backward()
+    # d/dlp [r kl] = r kl + r (1 - e^{d})
+    assert lp.grad.item() == pytest.approx(0.5 * (r * kl + r * (1 - math.exp(d))), rel=1e-5)
+
+
+def test_overlong_penalty_enters_the_reward_before_advantages():
+    pairs = [
+        (rollout("a", "p", [1] * 4 + [3]), verdict("a", "p", 1.0, "accepted")),
+        (rollout("b", "p", [1] * 9 + [3]), verdict("b", "p", 1.0, "accepted")),
+    ]
+    cfg = resolve("dapo", {"overlong_penalty": True, "overlong_cache": 4, "truncation": "none"})
+    a, b = prepare(pairs, cfg, L_max=10)
+    assert (a.reward, b.reward) == (1.0, 0.0)  # 10 tokens: the full -1 at L_max
+    assert a.advantage > 0 > b.advantage  # the penalty gives an otherwise flat group a signal

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from train_records import sample_rollouts, verdicts_for
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
 from mcoder.jsonl import RecordWriter
+from train_records import sample_rollouts, verdicts_for
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
 
@@ -39,17 +39,39 @@ def batch_files(tiny_model, tmp_path_factory):
 
 
 def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch_files, tmp_path):
-    args = ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
-            "--verdicts", str(batch_files / "v.jsonl"), "--out", str(tmp_path / "ck"), "--lr", "1e-3",
-            "--truncation", "none", "--mini-batch-size", "1", "-q"]
+    args = [
+        "train",
+        "--model",
+        str(tiny_model),
+        "--rollouts",
+        str(batch_files / "r.jsonl"),
+        "--verdicts",
+        str(batch_files / "v.jsonl"),
+        "--out",
+        str(tmp_path / "ck"),
+        "--lr",
+        "1e-3",
+        "--truncation",
+        "none",
+        "--mini-batch-size",
+        "1",
+        "-q",
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.stdout.splitlines()[0])
     assert r.stdout.splitlines()[1] == str(tmp_path / "ck")
     assert metrics["updates"] == 2 and metrics["temperature"] == 0.9 and metrics["grad_norm"] > 0
     ck = tmp_path / "ck"
-    assert {"model.safetensors", "tokenizer.json", "train_config.json", "optimizer.pt", "trainer_state.json",
-            "samples.jsonl", "metrics.json"} <= {p.name for p in ck.iterdir()}
+    assert {
+        "model.safetensors",
+        "tokenizer.json",
+        "train_config.json",
+        "optimizer.pt",
+        "trainer_state.json",
+        "samples.jsonl",
+        "metrics.json",
+    } <= {p.name for p in ck.iterdir()}
     assert json.loads((ck / "train_config.json").read_text())["truncation"] == "none"
     rows = [json.loads(x) for x in (ck / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all("mask_reason" in x for x in rows)
@@ -70,17 +92,42 @@ def test_missing_flags_are_a_usage_error(tiny_model):
 def test_missing_verdict_names_the_file(tiny_model, batch_files, tmp_path):
     lines = (batch_files / "v.jsonl").read_text().splitlines()
     (tmp_path / "v.jsonl").write_text("\n".join(lines[:-1]) + "\n")
-    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
-                                 "--verdicts", str(tmp_path / "v.jsonl"), "--out", str(tmp_path / "ck")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--model",
+            str(tiny_model),
+            "--rollouts",
+            str(batch_files / "r.jsonl"),
+            "--verdicts",
+            str(tmp_path / "v.jsonl"),
+            "--out",
+            str(tmp_path / "ck"),
+        ],
+    )
     assert r.exit_code == 3
     assert "v.jsonl" in r.stderr and "no verdict for rollout" in r.stderr
     assert not (tmp_path / "ck").exists()
 
 
 def test_bad_algo_is_a_usage_error(tiny_model, batch_files, tmp_path):
-    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
-                                 "--verdicts", str(batch_files / "v.jsonl"), "--out", str(tmp_path / "ck"),
-                                 "--algo", "ppo"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--model",
+            str(tiny_model),
+            "--rollouts",
+            str(batch_files / "r.jsonl"),
+            "--verdicts",
+            str(batch_files / "v.jsonl"),
+            "--out",
+            str(tmp_path / "ck"),
+            "--algo",
+            "ppo",
+        ],
+    )
     assert r.exit_code == 2 and "grpo, dapo, microcoder-grpo" in r.stderr
 
 
@@ -98,10 +145,35 @@ def _sandbox_or_skip():
 
 
 def _loop_cmd(model: Path, run: Path) -> list[str]:
-    return [sys.executable, "-m", "mcoder", "train", "--loop", "--model", str(model),
-            "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run), "--steps", "3",
-            "--n", "2", "--train-batch-size", "2", "--max-tokens", "12", "--temperature", "1.0",
-            "--lr", "1e-4", "--judge-workers", "1", "--seed", "5"]
+    return [
+        sys.executable,
+        "-m",
+        "mcoder",
+        "train",
+        "--loop",
+        "--model",
+        str(model),
+        "--problems",
+        str(EXAMPLES / "stdin.jsonl"),
+        "--run-dir",
+        str(run),
+        "--steps",
+        "3",
+        "--n",
+        "2",
+        "--train-batch-size",
+        "2",
+        "--max-tokens",
+        "12",
+        "--temperature",
+        "1.0",
+        "--lr",
+        "1e-4",
+        "--judge-workers",
+        "1",
+        "--seed",
+        "5",
+    ]
 
 
 def _checkpoint_step(run: Path) -> int:
@@ -133,7 +205,9 @@ def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
     _sandbox_or_skip()
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(_loop_cmd(tiny_model, run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        _loop_cmd(tiny_model, run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     deadline = time.monotonic() + 300
     while _checkpoint_step(run) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -142,7 +216,9 @@ def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
 
-    done = subprocess.run(_loop_cmd(tiny_model, run), capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        _loop_cmd(tiny_model, run), capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "resuming after step 2" in done.stderr
     assert "step 1/3" not in done.stderr and "step 3/3" in done.stderr
@@ -150,8 +226,20 @@ def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
 
     metrics = [orjson.loads(x) for x in (run / "metrics.jsonl").read_bytes().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2, 3]
-    for key in ("masked_count", "diversity/lexical", "diversity/program", "temperature", "time/rollout",
-                "time/judge", "time/train", "tokens_per_s", "kl", "entropy", "clip/low", "clip/high"):
+    for key in (
+        "masked_count",
+        "diversity/lexical",
+        "diversity/program",
+        "temperature",
+        "time/rollout",
+        "time/judge",
+        "time/train",
+        "tokens_per_s",
+        "kl",
+        "entropy",
+        "clip/low",
+        "clip/high",
+    ):
         assert key in metrics[-1], key
     state = json.loads((run / "checkpoint" / "trainer_state.json").read_text())
     assert state["loop_step"] == 3 and state["policy_version"] == 3 and state["step"] == 3

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from train_records import sample_rollouts, verdicts_for
 
 from mcoder.errors import DataError
 from mcoder.records import Rollout
@@ -13,19 +12,31 @@ from mcoder.train import models
 from mcoder.train.batching import collate
 from mcoder.train.config import resolve
 from mcoder.train.trainer import Trainer, read_state
+from train_records import sample_rollouts, verdicts_for
 
 
 def fixed_rollouts(tokenizer, completions: dict[str, str], temperature: float = 1.0) -> list[Rollout]:
     """One group: the same prompt with the given completions, each ended by EOS."""
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "print one"}], tokenize=False,
-                                           add_generation_prompt=True)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "print one"}], tokenize=False, add_generation_prompt=True
+    )
     p_ids = tokenizer(prompt).input_ids
     out = []
     for i, (rid, text) in enumerate(completions.items()):
         c_ids = tokenizer(text).input_ids + [tokenizer.eos_token_id]
-        out.append(Rollout(id=rid, problem_id="q", completion=text, sample_index=i, prompt=prompt,
-                           prompt_token_ids=p_ids, completion_token_ids=c_ids, finish_reason="stop",
-                           temperature=temperature))
+        out.append(
+            Rollout(
+                id=rid,
+                problem_id="q",
+                completion=text,
+                sample_index=i,
+                prompt=prompt,
+                prompt_token_ids=p_ids,
+                completion_token_ids=c_ids,
+                finish_reason="stop",
+                temperature=temperature,
+            )
+        )
     return out
 
 
@@ -47,15 +58,18 @@ def test_update_raises_positive_and_lowers_negative_sample(tiny_model):
 
 
 def changed(before: dict[str, torch.Tensor], model) -> list[str]:
-    return [n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(before[n], p.detach())]
+    return [
+        n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(before[n], p.detach())
+    ]
 
 
 @pytest.mark.parametrize("lora_rank", [0, 4])
 def test_every_trainable_parameter_changes(tiny_model, lora_rank):
     cfg = resolve("grpo", {"lr": 1e-3, "lora_rank": lora_rank, "mini_batch_size": 1, "beta": 0.04})
     trainer = Trainer(str(tiny_model), cfg)
-    rollouts = sample_rollouts(trainer.model, trainer.tokenizer, {"a": "sum", "b": "sort"}, n=2,
-                               max_tokens=8, temperature=1.0)
+    rollouts = sample_rollouts(
+        trainer.model, trainer.tokenizer, {"a": "sum", "b": "sort"}, n=2, max_tokens=8, temperature=1.0
+    )
     trainable = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     if lora_rank:
         assert trainable and all("lora_" in n for n in trainable)
@@ -70,8 +84,9 @@ def test_micro_batch_1x4_equals_4(tiny_model):
     grads = {}
     for micro in (1, 4):
         trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"micro_batch_size": micro}))
-        rollouts = sample_rollouts(trainer.model, trainer.tokenizer, {"a": "sum"}, n=4, max_tokens=12,
-                                   temperature=0.8, seed=3)
+        rollouts = sample_rollouts(
+            trainer.model, trainer.tokenizer, {"a": "sum"}, n=4, max_tokens=12, temperature=0.8, seed=3
+        )
         prep = trainer.prepare_samples(rollouts, verdicts_for(rollouts, lambda r: r.sample_index % 2))
         assert len({s.num_tokens for s in prep.samples}) >= 1
         sums = trainer.accumulate_gradients(prep.samples, prep.T, prep.L_max)
@@ -84,8 +99,9 @@ def test_micro_batch_1x4_equals_4(tiny_model):
 
 def test_rollout_logprobs_are_the_trainers_at_the_sampling_temperature(tiny_model):
     trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"recompute_old_logprobs": True}))
-    rollouts = sample_rollouts(trainer.model, trainer.tokenizer, {"a": "sum", "b": "x"}, n=3, max_tokens=10,
-                               temperature=0.7)
+    rollouts = sample_rollouts(
+        trainer.model, trainer.tokenizer, {"a": "sum", "b": "x"}, n=3, max_tokens=10, temperature=0.7
+    )
     prep = trainer.prepare_samples(rollouts, verdicts_for(rollouts, lambda r: 0.0))
     assert prep.T == 0.7
     for s in prep.samples:
@@ -95,8 +111,9 @@ def test_rollout_logprobs_are_the_trainers_at_the_sampling_temperature(tiny_mode
 def test_checkpoint_saves_and_resumes(tiny_model, tmp_path):
     cfg = resolve("dapo", {"lr": 1e-3, "mini_batch_size": 1, "warmup_steps": 10, "truncation": "none"})
     trainer = Trainer(str(tiny_model), cfg)
-    rollouts = sample_rollouts(trainer.model, trainer.tokenizer, {"a": "sum", "b": "x"}, n=2, max_tokens=8,
-                               temperature=1.0)
+    rollouts = sample_rollouts(
+        trainer.model, trainer.tokenizer, {"a": "sum", "b": "x"}, n=2, max_tokens=8, temperature=1.0
+    )
     verdicts = verdicts_for(rollouts, lambda r: r.sample_index)
     trainer.train_on_batch(rollouts, verdicts)
     ckpt = trainer.save(tmp_path / "ckpt")

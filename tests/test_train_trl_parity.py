@@ -17,11 +17,11 @@ import torch
 
 trl = pytest.importorskip("trl")
 
-from mcoder.records import Rollout, Verdict  # noqa: E402
-from mcoder.train import models  # noqa: E402
-from mcoder.train.batching import collate  # noqa: E402
-from mcoder.train.config import resolve  # noqa: E402
-from mcoder.train.trainer import Trainer  # noqa: E402
+from mcoder.records import Rollout, Verdict
+from mcoder.train import models
+from mcoder.train.batching import collate
+from mcoder.train.config import resolve
+from mcoder.train.trainer import Trainer
 
 L_MAX, T, BETA = 6, 0.7, 0.04
 EOS = 2  # <|im_end|> in the tiny tokenizer (checked below)
@@ -31,8 +31,14 @@ def fixed_batch():
     """Two groups of four; some outputs end in EOS, the others are cut at L_MAX."""
     prompts = [[1, 40, 41, 42, 10], [1, 50, 51, 52, 10]]
     completions = [
-        [100, 101, EOS], [102, 103, 104, 105, 106, 107], [104, EOS], [106, 107, 108, 109, 110, 111],
-        [200, 201, 202, 203, 204, 205], [201, EOS], [202, 203, 204, 205, EOS], [205, 206, 207, 208, 209, 210],
+        [100, 101, EOS],
+        [102, 103, 104, 105, 106, 107],
+        [104, EOS],
+        [106, 107, 108, 109, 110, 111],
+        [200, 201, 202, 203, 204, 205],
+        [201, EOS],
+        [202, 203, 204, 205, EOS],
+        [205, 206, 207, 208, 209, 210],
     ]
     return prompts, completions
 
@@ -53,26 +59,46 @@ def run_trl(model_dir, tmp_path, kl_ratio_weighted: bool):
 
     def rollout_func(batch_prompts, trainer):
         assert len(batch_prompts) == 8
-        return {"prompt_ids": [prompts[i // 4] for i in range(8)], "completion_ids": completions,
-                "logprobs": [[0.0] * len(c) for c in completions]}
+        return {
+            "prompt_ids": [prompts[i // 4] for i in range(8)],
+            "completion_ids": completions,
+            "logprobs": [[0.0] * len(c) for c in completions],
+        }
 
     def reward(completions, completion_ids, **kw):
         return [reward_of(ids) for ids in completion_ids]
 
     args = GRPOConfig(
-        output_dir=str(tmp_path / "trl"), per_device_train_batch_size=8, num_generations=4,
-        max_completion_length=L_MAX, temperature=T, loss_type="dapo", mask_truncated_completions=True,
-        epsilon=0.2, epsilon_high=0.28, beta=BETA, report_to="none", use_cpu=True, seed=0, bf16=False,
+        output_dir=str(tmp_path / "trl"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=L_MAX,
+        temperature=T,
+        loss_type="dapo",
+        mask_truncated_completions=True,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        beta=BETA,
+        report_to="none",
+        use_cpu=True,
+        seed=0,
+        bf16=False,
         use_bias_correction_kl=kl_ratio_weighted,
     )
     ds = Dataset.from_list([{"prompt": "a"}, {"prompt": "b"}])
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=reward, args=args, train_dataset=ds,
-                          processing_class=tok, rollout_func=rollout_func)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=reward,
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        rollout_func=rollout_func,
+    )
     trainer.model.train()
     inputs = trainer._generate_and_score_completions([ds[0]] * 4 + [ds[1]] * 4)
 
     g = torch.Generator().manual_seed(0)
-    noise = lambda: 0.3 * torch.randn(8, L_MAX, generator=g)  # noqa: E731
+    noise = lambda: 0.3 * torch.randn(8, L_MAX, generator=g)
     with torch.no_grad():
         pc = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
         am = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
@@ -94,15 +120,41 @@ def run_mcoder(model_dir, inputs, kl_ratio_weighted: bool):
         rid = f"r{i}"
         finish = "stop" if comp[-1] == EOS else "length"
         old = inputs["old_per_token_logps"][i, : len(comp)].tolist()
-        rollouts.append(Rollout(id=rid, problem_id=f"p{i // 4}", completion="", sample_index=i % 4,
-                                prompt_token_ids=prompts[i // 4], completion_token_ids=comp,
-                                sampling_logprobs=old, finish_reason=finish, temperature=T))
+        rollouts.append(
+            Rollout(
+                id=rid,
+                problem_id=f"p{i // 4}",
+                completion="",
+                sample_index=i % 4,
+                prompt_token_ids=prompts[i // 4],
+                completion_token_ids=comp,
+                sampling_logprobs=old,
+                finish_reason=finish,
+                temperature=T,
+            )
+        )
         R = reward_of(comp)
-        verdicts[rid] = Verdict(rollout_id=rid, problem_id=f"p{i // 4}", reward=R, passed=R == 1.0,
-                                status="accepted" if R else "wrong_answer", tests_passed=int(R), tests_total=1)
-    cfg = resolve("dapo", {"beta": BETA, "dynamic_sampling": False, "max_tokens": L_MAX,
-                           "mini_batch_size": 2, "micro_batch_size": 3, "shuffle": False,
-                           "kl_ratio_weighted": kl_ratio_weighted})
+        verdicts[rid] = Verdict(
+            rollout_id=rid,
+            problem_id=f"p{i // 4}",
+            reward=R,
+            passed=R == 1.0,
+            status="accepted" if R else "wrong_answer",
+            tests_passed=int(R),
+            tests_total=1,
+        )
+    cfg = resolve(
+        "dapo",
+        {
+            "beta": BETA,
+            "dynamic_sampling": False,
+            "max_tokens": L_MAX,
+            "mini_batch_size": 2,
+            "micro_batch_size": 3,
+            "shuffle": False,
+            "kl_ratio_weighted": kl_ratio_weighted,
+        },
+    )
     trainer = Trainer(str(model_dir), cfg)
     prep = trainer.prepare_samples(rollouts, verdicts)
     for s, ref in zip(prep.samples, inputs["ref_per_token_logps"], strict=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,58 +25,76 @@ Opt = typer.Option
 @guarded
 def train(
     model: ModelPath,
-    rollouts: Annotated[Optional[Path], Opt("--rollouts", "-r", help="Rollouts JSONL (one batch).")] = None,
-    verdicts: Annotated[Optional[Path], Opt("--verdicts", help="Verdicts JSONL of those rollouts.")] = None,
-    out: Annotated[Optional[Path], Opt("--out", "-o", help="Checkpoint folder to write.")] = None,
+    rollouts: Annotated[Path | None, Opt("--rollouts", "-r", help="Rollouts JSONL (one batch).")] = None,
+    verdicts: Annotated[Path | None, Opt("--verdicts", help="Verdicts JSONL of those rollouts.")] = None,
+    out: Annotated[Path | None, Opt("--out", "-o", help="Checkpoint folder to write.")] = None,
     loop: Annotated[bool, Opt("--loop", help="Run rollout -> judge -> update for --steps steps.")] = False,
-    problems: Annotated[Optional[Path], Opt("--problems", "-p", help="Loop: training problems JSONL.")] = None,
-    run_dir: Annotated[Optional[Path], Opt("--run-dir", help="Loop: run folder (resumed when it exists).")] = None,
-    steps: Annotated[Optional[int], Opt("--steps", help="Loop: steps to run.")] = None,
-    algo: Annotated[str, Opt("--algo", help="Preset: grpo, dapo or microcoder-grpo.")] = "microcoder-grpo",
-    n: Annotated[Optional[int], Opt("--n", "-n", help="Loop: samples per problem (G).")] = None,
-    train_batch_size: Annotated[Optional[int], Opt("--train-batch-size", help="Loop: problems per step.")] = None,
-    max_tokens: Annotated[Optional[int], Opt("--max-tokens", help="L_max (loop: sampling limit; default 512).")] = None,
-    temperature: Annotated[
-        Optional[str],
-        Opt("--temperature", "-t", help="Single batch: T of the log-probs (default: the rollouts'). "
-            "Loop: a number, 'auto' (chosen by diversity) or a schedule 'T@STEP,...'."),
+    problems: Annotated[Path | None, Opt("--problems", "-p", help="Loop: training problems JSONL.")] = None,
+    run_dir: Annotated[
+        Path | None, Opt("--run-dir", help="Loop: run folder (resumed when it exists).")
     ] = None,
-    lora_rank: Annotated[Optional[int], Opt("--lora-rank", help="LoRA rank (0: full fine-tuning).")] = None,
-    lr: Annotated[Optional[float], Opt("--lr", help="AdamW learning rate.")] = None,
-    warmup_steps: Annotated[Optional[int], Opt("--warmup-steps", help="Linear warm-up, optimizer steps.")] = None,
-    max_grad_norm: Annotated[Optional[float], Opt("--max-grad-norm", help="Gradient clipping (0: off).")] = None,
-    weight_decay: Annotated[Optional[float], Opt("--weight-decay", help="AdamW weight decay.")] = None,
+    steps: Annotated[int | None, Opt("--steps", help="Loop: steps to run.")] = None,
+    algo: Annotated[str, Opt("--algo", help="Preset: grpo, dapo or microcoder-grpo.")] = "microcoder-grpo",
+    n: Annotated[int | None, Opt("--n", "-n", help="Loop: samples per problem (G).")] = None,
+    train_batch_size: Annotated[
+        int | None, Opt("--train-batch-size", help="Loop: problems per step.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, Opt("--max-tokens", help="L_max (loop: sampling limit; default 512).")
+    ] = None,
+    temperature: Annotated[
+        str | None,
+        Opt(
+            "--temperature",
+            "-t",
+            help="Single batch: T of the log-probs (default: the rollouts'). "
+            "Loop: a number, 'auto' (chosen by diversity) or a schedule 'T@STEP,...'.",
+        ),
+    ] = None,
+    lora_rank: Annotated[int | None, Opt("--lora-rank", help="LoRA rank (0: full fine-tuning).")] = None,
+    lr: Annotated[float | None, Opt("--lr", help="AdamW learning rate.")] = None,
+    warmup_steps: Annotated[
+        int | None, Opt("--warmup-steps", help="Linear warm-up, optimizer steps.")
+    ] = None,
+    max_grad_norm: Annotated[float | None, Opt("--max-grad-norm", help="Gradient clipping (0: off).")] = None,
+    weight_decay: Annotated[float | None, Opt("--weight-decay", help="AdamW weight decay.")] = None,
     mini_batch_size: Annotated[
-        Optional[int], Opt("--mini-batch-size", help="Prompt groups per optimizer step.")
+        int | None, Opt("--mini-batch-size", help="Prompt groups per optimizer step.")
     ] = None,
     micro_batch_size: Annotated[
-        Optional[int], Opt("--micro-batch-size", help="Sequences per forward/backward (gradient accumulation).")
+        int | None, Opt("--micro-batch-size", help="Sequences per forward/backward (gradient accumulation).")
     ] = None,
     recompute_old_logprobs: Annotated[
-        Optional[bool], Opt("--recompute-old-logprobs/--rollout-logprobs",
-                            help="π_old from the model before the update, or from the rollouts' sampling_logprobs.")
+        bool | None,
+        Opt(
+            "--recompute-old-logprobs/--rollout-logprobs",
+            help="π_old from the model before the update, or from the rollouts' sampling_logprobs.",
+        ),
     ] = None,
-    eps_low: Annotated[Optional[float], Opt("--eps-low", help="ε: lower clip 1-ε.")] = None,
-    eps_high: Annotated[Optional[float], Opt("--eps-high", help="ε_high: upper clip 1+ε_high.")] = None,
-    beta: Annotated[Optional[float], Opt("--beta", help="KL weight β (0 loads no reference model).")] = None,
-    loss_agg: Annotated[Optional[str], Opt("--loss-agg", help="token, sequence or constant.")] = None,
+    eps_low: Annotated[float | None, Opt("--eps-low", help="ε: lower clip 1-ε.")] = None,
+    eps_high: Annotated[float | None, Opt("--eps-high", help="ε_high: upper clip 1+ε_high.")] = None,
+    beta: Annotated[float | None, Opt("--beta", help="KL weight β (0 loads no reference model).")] = None,
+    loss_agg: Annotated[str | None, Opt("--loss-agg", help="token, sequence or constant.")] = None,
     truncation: Annotated[
-        Optional[str], Opt("--truncation", help="Truncated outputs: none, all (DAPO) or conditional (MicroCoder).")
+        str | None,
+        Opt("--truncation", help="Truncated outputs: none, all (DAPO) or conditional (MicroCoder)."),
     ] = None,
-    mask_rho: Annotated[Optional[float], Opt("--mask-rho", help="ρ of conditional truncation masking.")] = None,
-    mask_repeat_m: Annotated[Optional[int], Opt("--mask-repeat-m", help="m of the repetition test.")] = None,
+    mask_rho: Annotated[float | None, Opt("--mask-rho", help="ρ of conditional truncation masking.")] = None,
+    mask_repeat_m: Annotated[int | None, Opt("--mask-repeat-m", help="m of the repetition test.")] = None,
     mask_non_incorrect: Annotated[
-        Optional[str], Opt("--mask-non-incorrect", help="accepted or accepted_or_no_code.")
+        str | None, Opt("--mask-non-incorrect", help="accepted or accepted_or_no_code.")
     ] = None,
     overlong_penalty: Annotated[
-        Optional[bool], Opt("--overlong-penalty/--no-overlong-penalty", help="DAPO soft overlong punishment.")
+        bool | None, Opt("--overlong-penalty/--no-overlong-penalty", help="DAPO soft overlong punishment.")
     ] = None,
     dynamic_sampling: Annotated[
-        Optional[bool], Opt("--dynamic-sampling/--no-dynamic-sampling", help="Drop zero-variance groups.")
+        bool | None, Opt("--dynamic-sampling/--no-dynamic-sampling", help="Drop zero-variance groups.")
     ] = None,
-    dtype: Annotated[Optional[str], Opt("--dtype", help="float32 or bfloat16.")] = None,
-    device: Annotated[Optional[str], Opt("--device", help="auto (cuda when present), cpu, cuda or cuda:N.")] = None,
-    save_every: Annotated[Optional[int], Opt("--save-every", help="Loop: checkpoint every N steps.")] = None,
+    dtype: Annotated[str | None, Opt("--dtype", help="float32 or bfloat16.")] = None,
+    device: Annotated[
+        str | None, Opt("--device", help="auto (cuda when present), cpu, cuda or cuda:N.")
+    ] = None,
+    save_every: Annotated[int | None, Opt("--save-every", help="Loop: checkpoint every N steps.")] = None,
     unsafe_no_sandbox: Annotated[
         bool, Opt("--unsafe-no-sandbox", help="Loop: judge without isolation (only inside outer isolation).")
     ] = False,
@@ -90,31 +108,67 @@ def train(
     from mcoder.train.config import resolve
 
     apply_quiet(quiet)
-    overrides = dict(
-        lora_rank=lora_rank, lr=lr, warmup_steps=warmup_steps, max_grad_norm=max_grad_norm,
-        weight_decay=weight_decay, mini_batch_size=mini_batch_size, micro_batch_size=micro_batch_size,
-        recompute_old_logprobs=recompute_old_logprobs, eps_low=eps_low, eps_high=eps_high, beta=beta,
-        loss_agg=loss_agg, truncation=truncation, mask_rho=mask_rho, mask_repeat_m=mask_repeat_m,
-        mask_non_incorrect=mask_non_incorrect, overlong_penalty=overlong_penalty,
-        dynamic_sampling=dynamic_sampling, dtype=dtype, device=device, seed=seed,
-    )
+    overrides = {
+        "lora_rank": lora_rank,
+        "lr": lr,
+        "warmup_steps": warmup_steps,
+        "max_grad_norm": max_grad_norm,
+        "weight_decay": weight_decay,
+        "mini_batch_size": mini_batch_size,
+        "micro_batch_size": micro_batch_size,
+        "recompute_old_logprobs": recompute_old_logprobs,
+        "eps_low": eps_low,
+        "eps_high": eps_high,
+        "beta": beta,
+        "loss_agg": loss_agg,
+        "truncation": truncation,
+        "mask_rho": mask_rho,
+        "mask_repeat_m": mask_repeat_m,
+        "mask_non_incorrect": mask_non_incorrect,
+        "overlong_penalty": overlong_penalty,
+        "dynamic_sampling": dynamic_sampling,
+        "dtype": dtype,
+        "device": device,
+        "seed": seed,
+    }
     if loop:
         from mcoder.train.loop import LoopJob, run_loop
 
         _require(loop=True, problems=problems, run_dir=run_dir, steps=steps)
-        overrides.update(steps=steps, n=n, train_batch_size=train_batch_size, save_every=save_every,
-                         sampling_temperature=temperature)
+        overrides.update(
+            steps=steps,
+            n=n,
+            train_batch_size=train_batch_size,
+            save_every=save_every,
+            sampling_temperature=temperature,
+        )
         judge = {"workers": judge_workers, "unsafe_no_sandbox": unsafe_no_sandbox}
-        run_loop(LoopJob(model=model, problems=problems, run_dir=run_dir, cfg=resolve(algo, overrides),
-                         max_tokens=max_tokens or 512, judge=judge))
+        run_loop(
+            LoopJob(
+                model=model,
+                problems=problems,
+                run_dir=run_dir,
+                cfg=resolve(algo, overrides),
+                max_tokens=max_tokens or 512,
+                judge=judge,
+            )
+        )
         return
 
     from mcoder.train.run import TrainJob, train_once
 
     _require(loop=False, rollouts=rollouts, verdicts=verdicts, out=out)
     overrides.update(max_tokens=max_tokens, temperature=_float(temperature))
-    metrics = train_once(TrainJob(model=model, rollouts=rollouts, verdicts=verdicts, out=out,
-                                  cfg=resolve(algo, overrides), overwrite=overwrite))
+    metrics = train_once(
+        TrainJob(
+            model=model,
+            rollouts=rollouts,
+            verdicts=verdicts,
+            out=out,
+            cfg=resolve(algo, overrides),
+            overwrite=overwrite,
+        )
+    )
     emit(json.dumps(metrics, sort_keys=True))
     emit(str(out))
 
@@ -124,9 +178,11 @@ def _require(*, loop: bool, **values) -> None:
     if missing:
         flags = ", ".join("--" + k.replace("_", "-") for k in missing)
         mode = "--loop" if loop else "single-batch training"
-        raise UsageError(f"{mode} needs {flags}",
-                         hint="mcoder train --model M --rollouts R --verdicts V --out CKPT, or "
-                              "mcoder train --loop --model M --problems P --run-dir RUN --steps N")
+        raise UsageError(
+            f"{mode} needs {flags}",
+            hint="mcoder train --model M --rollouts R --verdicts V --out CKPT, or "
+            "mcoder train --loop --model M --problems P --run-dir RUN --steps N",
+        )
 
 
 def _float(text: str | None) -> float | None:
@@ -135,5 +191,7 @@ def _float(text: str | None) -> float | None:
     try:
         return float(text)
     except ValueError:
-        raise UsageError(f"--temperature {text!r} is not a number",
-                         hint="single-batch training takes the sampling temperature as a number") from None
+        raise UsageError(
+            f"--temperature {text!r} is not a number",
+            hint="single-batch training takes the sampling temperature as a number",
+        ) from None

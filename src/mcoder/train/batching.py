@@ -45,9 +45,15 @@ class Sample:
 
     def to_row(self) -> dict:
         """The per-sample record written beside each update (samples.jsonl)."""
-        return {"rollout_id": self.rollout.id, "problem_id": self.rollout.problem_id, "reward": self.reward,
-                "advantage": self.advantage, "truncated": self.truncated, "masked": self.masked,
-                "mask_reason": self.mask_reason}
+        return {
+            "rollout_id": self.rollout.id,
+            "problem_id": self.rollout.problem_id,
+            "reward": self.reward,
+            "advantage": self.advantage,
+            "truncated": self.truncated,
+            "masked": self.masked,
+            "mask_reason": self.mask_reason,
+        }
 
 
 def join(
@@ -87,8 +93,13 @@ def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: i
     """Rewards, advantages (over the whole group, before masking), mask decisions, dynamic sampling."""
     group_of: dict[str, int] = {}
     samples = [
-        Sample(r, v, group_of.setdefault(r.problem_id, len(group_of)), reward=float(v.reward),
-               old_logprobs=r.sampling_logprobs)
+        Sample(
+            r,
+            v,
+            group_of.setdefault(r.problem_id, len(group_of)),
+            reward=float(v.reward),
+            old_logprobs=r.sampling_logprobs,
+        )
         for r, v in pairs
     ]
     for s in samples:

@@ -110,7 +110,9 @@ class TrainConfig:
         if self.algo not in ALGOS:
             raise UsageError(f"unknown --algo {self.algo!r}", hint=f"choose one of {', '.join(ALGOS)}")
         if self.loss_agg not in ("token", "sequence", "constant"):
-            raise UsageError(f"unknown loss aggregation {self.loss_agg!r}", hint="token, sequence or constant")
+            raise UsageError(
+                f"unknown loss aggregation {self.loss_agg!r}", hint="token, sequence or constant"
+            )
         if self.truncation not in ("none", "all", "conditional"):
             raise UsageError(f"unknown truncation mode {self.truncation!r}", hint="none, all or conditional")
         if self.mask_non_incorrect not in ("accepted", "accepted_or_no_code"):
@@ -119,7 +121,14 @@ class TrainConfig:
             raise UsageError(f"mask_rho {self.mask_rho} is not a probability", hint="use a value in [0, 1]")
         if self.eps_low < 0 or self.eps_high < 0 or self.beta < 0:
             raise UsageError("eps_low, eps_high and beta must be >= 0")
-        for name in ("mini_batch_size", "micro_batch_size", "steps", "train_batch_size", "n", "mask_repeat_m"):
+        for name in (
+            "mini_batch_size",
+            "micro_batch_size",
+            "steps",
+            "train_batch_size",
+            "n",
+            "mask_repeat_m",
+        ):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
         if self.temperature is not None and self.temperature <= 0:
@@ -142,19 +151,36 @@ class TrainConfig:
 
 PRESETS: dict[str, dict[str, Any]] = {
     # DeepSeekMath GRPO: symmetric clip, KL to a reference, per-sequence mean, no masking.
-    "grpo": dict(eps_low=0.2, eps_high=0.2, beta=0.04, loss_agg="sequence", truncation="none",
-                 sampling_temperature="1.0"),
+    "grpo": {
+        "eps_low": 0.2,
+        "eps_high": 0.2,
+        "beta": 0.04,
+        "loss_agg": "sequence",
+        "truncation": "none",
+        "sampling_temperature": "1.0",
+    },
     # DAPO: clip-higher, no KL, token-level loss, truncated outputs masked, dynamic sampling.
-    "dapo": dict(
-        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="all", dynamic_sampling=True,
-        sampling_temperature="1.0",
-    ),
+    "dapo": {
+        "eps_low": 0.2,
+        "eps_high": 0.28,
+        "beta": 0.0,
+        "loss_agg": "token",
+        "truncation": "all",
+        "dynamic_sampling": True,
+        "sampling_temperature": "1.0",
+    },
     # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
     # (rho 0.1, m 128), temperature chosen by diversity.
-    "microcoder-grpo": dict(
-        eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token", truncation="conditional",
-        mask_rho=0.1, mask_repeat_m=128, sampling_temperature="auto",
-    ),
+    "microcoder-grpo": {
+        "eps_low": 0.2,
+        "eps_high": 0.28,
+        "beta": 0.0,
+        "loss_agg": "token",
+        "truncation": "conditional",
+        "mask_rho": 0.1,
+        "mask_repeat_m": 128,
+        "sampling_temperature": "auto",
+    },
 }
 
 

@@ -103,8 +103,15 @@ def run_loop(job: LoopJob) -> Path:
             t0 = time.perf_counter()
             batch = rng.sample(problems, min(cfg.train_batch_size, len(problems)))
             rollouts = make_rollouts(
-                batch, engine, tokenizer, n=cfg.n, max_tokens=job.max_tokens, temperature=T,
-                seed=cfg.seed + step, model_name=job.model, policy_version=trainer.policy_version,
+                batch,
+                engine,
+                tokenizer,
+                n=cfg.n,
+                max_tokens=job.max_tokens,
+                temperature=T,
+                seed=cfg.seed + step,
+                model_name=job.model,
+                policy_version=trainer.policy_version,
             )
             # 2. judge
             t1 = time.perf_counter()
@@ -122,13 +129,15 @@ def run_loop(job: LoopJob) -> Path:
             _write(step_dir / "samples.jsonl", "rollout_id", [s.to_row() for s in trainer.last_samples])
             metrics.update(batch_diversity(rollouts))
             tokens = sum(len(r.completion_token_ids or ()) for r in rollouts)
-            metrics.update({
-                "step": step,
-                "time/rollout": (t1 - t0) + (t3 - t2),
-                "time/judge": t2 - t1,
-                "rollout_tokens_per_s": tokens / max(t1 - t0, 1e-9),
-                "resample_rounds": rounds,
-            })
+            metrics.update(
+                {
+                    "step": step,
+                    "time/rollout": (t1 - t0) + (t3 - t2),
+                    "time/judge": t2 - t1,
+                    "rollout_tokens_per_s": tokens / max(t1 - t0, 1e-9),
+                    "resample_rounds": rounds,
+                }
+            )
             _append_metrics(run / "metrics.jsonl", metrics)
             info(_progress_line(step, cfg.steps, metrics))
 
@@ -170,8 +179,11 @@ def _trim_metrics(path: Path, last_step: int) -> None:
     """Drop metrics lines of steps that were not checkpointed (they are about to be redone)."""
     if not path.exists():
         return
-    keep = [ln for ln in path.read_bytes().splitlines(keepends=True)
-            if ln.endswith(b"\n") and orjson.loads(ln).get("step", 0) <= last_step]
+    keep = [
+        ln
+        for ln in path.read_bytes().splitlines(keepends=True)
+        if ln.endswith(b"\n") and orjson.loads(ln).get("step", 0) <= last_step
+    ]
     path.write_bytes(b"".join(keep))
 
 
@@ -189,12 +201,19 @@ def _temperature(job: LoopJob, run: Path, engine, tokenizer, problems: list[Prob
             probe = random.Random(job.cfg.seed).sample(problems, min(job.probe_problems, len(problems)))
             target = DEFAULT_TARGET if job.diversity_target is None else job.diversity_target
             chosen, table = select_temperature(
-                engine, tokenizer, probe, target=target, n=max(job.cfg.n, 2),
-                max_tokens=job.max_tokens, seed=job.cfg.seed,
+                engine,
+                tokenizer,
+                probe,
+                target=target,
+                n=max(job.cfg.n, 2),
+                max_tokens=job.max_tokens,
+                seed=job.cfg.seed,
             )
             record.write_text(json.dumps({"temperature": chosen, "target": target, "table": table}, indent=2))
-            info(f"temperature {chosen} chosen by diversity (target {target}): "
-                 + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table))
+            info(
+                f"temperature {chosen} chosen by diversity (target {target}): "
+                + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
+            )
         return lambda step: chosen
     if "@" in spec:
         sched = TemperatureSchedule.parse(spec)
@@ -202,12 +221,16 @@ def _temperature(job: LoopJob, run: Path, engine, tokenizer, problems: list[Prob
     try:
         T = float(spec)
     except ValueError:
-        raise UsageError(f"bad --temperature {spec!r}", hint="a number, 'auto', or a schedule 'T@STEP,...'") from None
+        raise UsageError(
+            f"bad --temperature {spec!r}", hint="a number, 'auto', or a schedule 'T@STEP,...'"
+        ) from None
     record.write_text(json.dumps({"temperature": T}))
     return lambda step: T
 
 
-def _dynamic_sampling(job, rng, problems, batch, rollouts, verdicts, engine, tokenizer, judge, trainer, T, step):
+def _dynamic_sampling(
+    job, rng, problems, batch, rollouts, verdicts, engine, tokenizer, judge, trainer, T, step
+):
     """DAPO: while fewer than train_batch_size groups carry signal (two different rewards), sample
     more problems not yet in this step. Returns the batch's rollouts and verdicts and the rounds taken."""
     from mcoder.rollout.sample import make_rollouts
@@ -225,8 +248,15 @@ def _dynamic_sampling(job, rng, problems, batch, rollouts, verdicts, engine, tok
         rounds += 1
         more = rng.sample(unused, min(cfg.train_batch_size - useful, len(unused)))
         new = make_rollouts(
-            more, engine, tokenizer, n=cfg.n, max_tokens=job.max_tokens, temperature=T,
-            seed=cfg.seed + step + 7919 * rounds, model_name=job.model, policy_version=trainer.policy_version,
+            more,
+            engine,
+            tokenizer,
+            n=cfg.n,
+            max_tokens=job.max_tokens,
+            temperature=T,
+            seed=cfg.seed + step + 7919 * rounds,
+            model_name=job.model,
+            policy_version=trainer.policy_version,
         )
         rollouts = rollouts + new
         verdicts = verdicts + judge.judge({p.id: p for p in more}, new)
@@ -244,8 +274,9 @@ def _append_metrics(path: Path, metrics: dict[str, Any]) -> None:
 
 
 def _progress_line(step: int, steps: int, m: dict[str, Any]) -> str:
-    return (f"step {step}/{steps} | reward {m['reward/mean']:.3f} | pass {m['pass_rate']:.2f} | "
-            f"len {m['length/mean']:.0f} | trunc {m['truncated_rate']:.2f} | masked {m['masked_count']} | "
-            f"loss {m.get('loss', 0.0):.4f} | kl {m.get('kl', 0.0):.4f} | T {m['temperature']:g} | "
-            f"rollout {m['time/rollout']:.1f}s judge {m['time/judge']:.1f}s train {m['time/train']:.1f}s")
-
+    return (
+        f"step {step}/{steps} | reward {m['reward/mean']:.3f} | pass {m['pass_rate']:.2f} | "
+        f"len {m['length/mean']:.0f} | trunc {m['truncated_rate']:.2f} | masked {m['masked_count']} | "
+        f"loss {m.get('loss', 0.0):.4f} | kl {m.get('kl', 0.0):.4f} | T {m['temperature']:g} | "
+        f"rollout {m['time/rollout']:.1f}s judge {m['time/judge']:.1f}s train {m['time/train']:.1f}s"
+    )

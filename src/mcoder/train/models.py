@@ -37,7 +37,9 @@ def load_tokenizer(path: str):
         p = Path(_adapter_base(p))
     tok = AutoTokenizer.from_pretrained(p)
     if tok.pad_token_id is None:
-        raise UsageError(f"the tokenizer of {path} has no pad token", hint="set pad_token in tokenizer_config.json")
+        raise UsageError(
+            f"the tokenizer of {path} has no pad token", hint="set pad_token in tokenizer_config.json"
+        )
     return tok
 
 
@@ -68,7 +70,8 @@ def load_policy(path: str, cfg: TrainConfig):
             r=cfg.lora_rank,
             lora_alpha=cfg.lora_alpha or 2 * cfg.lora_rank,
             lora_dropout=cfg.lora_dropout,
-            target_modules=cfg.lora_target_modules[0] if cfg.lora_target_modules == ["all-linear"]
+            target_modules=cfg.lora_target_modules[0]
+            if cfg.lora_target_modules == ["all-linear"]
             else cfg.lora_target_modules,
             task_type="CAUSAL_LM",
         )
@@ -120,7 +123,11 @@ def completion_logits(model, batch: Batch) -> torch.Tensor:
 @torch.no_grad()
 def score(model, batch: Batch, temperature: float, *, reference: bool = False) -> torch.Tensor:
     """log π^T of each completion token without gradient (π_old recomputed, or π_ref). (B, C)"""
-    ctx = model.disable_adapter() if reference and hasattr(model, "disable_adapter") else contextlib.nullcontext()
+    ctx = (
+        model.disable_adapter()
+        if reference and hasattr(model, "disable_adapter")
+        else contextlib.nullcontext()
+    )
     with ctx:
         logits = completion_logits(model, batch)  # (B, C, V)
     return grpo.token_logprobs(logits, batch.completion_ids.to(logits.device), temperature).cpu()  # (B, C)

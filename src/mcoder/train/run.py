@@ -43,8 +43,11 @@ class TrainJob:
 
 
 def train_once(job: TrainJob) -> dict[str, Any]:
-    inputs = {"rollouts": str(Path(job.rollouts).resolve()), "verdicts": str(Path(job.verdicts).resolve()),
-              "model": str(job.model)}
+    inputs = {
+        "rollouts": str(Path(job.rollouts).resolve()),
+        "verdicts": str(Path(job.verdicts).resolve()),
+        "model": str(job.model),
+    }
     done = read_state(job.out)
     if done and done.get("inputs") == inputs and not job.overwrite:
         info(f"{job.out} already holds the update from these inputs (pass --overwrite to train again)")
@@ -53,12 +56,17 @@ def train_once(job: TrainJob) -> dict[str, Any]:
     rollouts = list(read_records(job.rollouts, Rollout))
     verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
     trainer = Trainer(job.model, job.cfg)
-    info(f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
-         f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}")
+    info(
+        f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
+        f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
+    )
     metrics = trainer.train_on_batch(
         rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
     )
     samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
-    trainer.save(job.out, extra_state={"inputs": inputs},
-                 extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples})
+    trainer.save(
+        job.out,
+        extra_state={"inputs": inputs},
+        extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
+    )
     return metrics

@@ -77,7 +77,11 @@ class Trainer:
     # ------------------------------------------------------------ one rollout batch
 
     def train_on_batch(
-        self, rollouts: Sequence[Rollout], verdicts: dict[str, Verdict], *, names: tuple[str, str] = ("-", "-")
+        self,
+        rollouts: Sequence[Rollout],
+        verdicts: dict[str, Verdict],
+        *,
+        names: tuple[str, str] = ("-", "-"),
     ) -> dict[str, Any]:
         """Every update one rollout batch gives; returns the step's metrics."""
         t0 = time.perf_counter()
@@ -92,7 +96,11 @@ class Trainer:
         return metrics
 
     def prepare_samples(
-        self, rollouts: Sequence[Rollout], verdicts: dict[str, Verdict], *, names: tuple[str, str] = ("-", "-")
+        self,
+        rollouts: Sequence[Rollout],
+        verdicts: dict[str, Verdict],
+        *,
+        names: tuple[str, str] = ("-", "-"),
     ) -> Prepared:
         """Join, reward, advantage, mask, and fill π_old / π_ref log-probs (before any update)."""
         pairs = join(rollouts, verdicts, rollouts_name=names[0], verdicts_name=names[1])
@@ -174,8 +182,14 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         for micro in microbatches(mini, self.cfg.micro_batch_size):
             parts, entropy = self._micro_step(micro, T, L_max, num_tokens, num_seqs)
-            for k, v in (("tokens", parts.tokens), ("ratio", parts.ratio_sum), ("clip_low", parts.clip_low_sum),
-                         ("clip_high", parts.clip_high_sum), ("kl", parts.kl_sum), ("entropy", entropy)):
+            for k, v in (
+                ("tokens", parts.tokens),
+                ("ratio", parts.ratio_sum),
+                ("clip_low", parts.clip_low_sum),
+                ("clip_high", parts.clip_high_sum),
+                ("kl", parts.kl_sum),
+                ("entropy", entropy),
+            ):
                 sums[k] += v
             sums["loss"] += float(parts.loss.detach())
         return sums
@@ -208,7 +222,9 @@ class Trainer:
         if self.cfg.max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
         else:
-            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params if p.grad is not None]))
+            norm = torch.linalg.vector_norm(
+                torch.stack([p.grad.norm() for p in self.params if p.grad is not None])
+            )
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
@@ -217,7 +233,9 @@ class Trainer:
     # ------------------------------------------------------------ checkpoints
 
     def save(
-        self, out: str | os.PathLike, extra_state: dict[str, Any] | None = None,
+        self,
+        out: str | os.PathLike,
+        extra_state: dict[str, Any] | None = None,
         extra_files: dict[str, bytes] | None = None,
     ) -> Path:
         """Write model (or adapter), tokenizer, resolved config, optimizer state and step to a
@@ -228,10 +246,16 @@ class Trainer:
         self.model.save_pretrained(tmp)
         self.tokenizer.save_pretrained(tmp)
         (tmp / CONFIG_FILE).write_text(self.cfg.to_json())
-        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()},
-                   tmp / OPTIM_FILE)
-        state = {"step": self.step, "policy_version": self.policy_version, "base_model": self.base_model,
-                 **(extra_state or {})}
+        torch.save(
+            {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()},
+            tmp / OPTIM_FILE,
+        )
+        state = {
+            "step": self.step,
+            "policy_version": self.policy_version,
+            "base_model": self.base_model,
+            **(extra_state or {}),
+        }
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
         for name, data in (extra_files or {}).items():
             (tmp / name).write_bytes(data)
@@ -283,8 +307,10 @@ def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
         "length/mean": sum(lengths) / n,
         "length/max": max(lengths),
         "L_max": L_max,
-        "truncated_rate": sum(r.finish_reason == "length" or len(r.completion_token_ids) >= L_max
-                              for r, _ in pairs) / n,
+        "truncated_rate": sum(
+            r.finish_reason == "length" or len(r.completion_token_ids) >= L_max for r, _ in pairs
+        )
+        / n,
         "masked_count": sum(s.masked for s in samples),
         "samples": n,
         "samples_kept": len(samples),
