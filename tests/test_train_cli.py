@@ -250,3 +250,20 @@ def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
         assert len(rollouts) == 4 and {v["rollout_id"] for v in verdicts} == {r["id"] for r in rollouts}
         assert {r["policy_version"] for r in rollouts} == {step - 1}
     assert not list(run.rglob("*.part"))
+
+
+@pytest.mark.slow
+def test_loop_dapo_resamples_when_no_group_has_signal(tiny_model, tmp_path):
+    """The random tiny model never passes a test: every group is flat, so dynamic sampling draws
+    more problems (up to max_resample_rounds) and then trains on nothing rather than on noise."""
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]
+    cmd[cmd.index("--steps") + 1] = "1"
+    r = CliRunner().invoke(app, [*cmd, "--algo", "dapo"])
+    assert r.exit_code == 0, r.output
+    (m,) = [orjson.loads(x) for x in (run / "metrics.jsonl").read_bytes().splitlines()]
+    assert m["resample_rounds"] == 3 and m["samples"] > 4 and m["samples_kept"] == 0
+    assert "updates" not in m  # nothing to learn from: no optimizer step
+    rollouts = (run / "step_0001" / "rollouts.jsonl").read_bytes().splitlines()
+    assert len(rollouts) == m["samples"]
