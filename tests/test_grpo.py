@@ -314,3 +314,12 @@ def test_overlong_penalty_enters_the_reward_before_advantages():
     a, b = prepare(pairs, cfg, L_max=10)
     assert (a.reward, b.reward) == (1.0, 0.0)  # 10 tokens: the full -1 at L_max
     assert a.advantage > 0 > b.advantage  # the penalty gives an otherwise flat group a signal
+
+
+def test_truncation_follows_the_finish_reason_not_the_longest_output():
+    from mcoder.train.batching import is_truncated
+
+    assert not is_truncated(rollout("a", "p", [1, 2, 3]), L_max=3)  # stopped at EOS exactly at the limit
+    assert is_truncated(rollout("b", "p", [1, 2], "length"), L_max=3)
+    no_reason = Rollout(id="c", problem_id="p", completion="", completion_token_ids=[1, 2, 3])
+    assert is_truncated(no_reason, L_max=3) and not is_truncated(no_reason, L_max=4)

@@ -89,6 +89,13 @@ def join(
     return pairs
 
 
+def is_truncated(r: Rollout, L_max: int) -> bool:
+    """|o| = L_max: the engine's finish reason says so; a record without one is judged by length."""
+    if r.finish_reason is not None:
+        return r.finish_reason == "length"
+    return len(r.completion_token_ids or ()) >= L_max
+
+
 def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: int) -> list[Sample]:
     """Rewards, advantages (over the whole group, before masking), mask decisions, dynamic sampling."""
     group_of: dict[str, int] = {}
@@ -103,7 +110,7 @@ def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: i
         for r, v in pairs
     ]
     for s in samples:
-        s.truncated = s.rollout.finish_reason == "length" or s.num_tokens >= L_max
+        s.truncated = is_truncated(s.rollout, L_max)
     lengths = torch.tensor([s.num_tokens for s in samples])
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
     if cfg.overlong_penalty:

@@ -22,6 +22,7 @@ import orjson
 from mcoder.console import info
 from mcoder.jsonl import display_name, index_records, read_records
 from mcoder.records import Rollout, Verdict
+from mcoder.rollout.diversity import batch_diversity
 from mcoder.train.config import TrainConfig
 from mcoder.train.trainer import Trainer, read_state
 
@@ -63,6 +64,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
     metrics = trainer.train_on_batch(
         rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
     )
+    metrics.update(batch_diversity(rollouts))
     samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
     trainer.save(
         job.out,

@@ -26,7 +26,16 @@ import torch
 from mcoder.errors import DataError, UsageError
 from mcoder.records import STATUSES, Rollout, Verdict
 from mcoder.train import grpo
-from mcoder.train.batching import Sample, collate, groups, join, microbatches, minibatches, prepare
+from mcoder.train.batching import (
+    Sample,
+    collate,
+    groups,
+    is_truncated,
+    join,
+    microbatches,
+    minibatches,
+    prepare,
+)
 from mcoder.train.config import TrainConfig
 from mcoder.train.models import (
     completion_logits,
@@ -307,10 +316,7 @@ def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
         "length/mean": sum(lengths) / n,
         "length/max": max(lengths),
         "L_max": L_max,
-        "truncated_rate": sum(
-            r.finish_reason == "length" or len(r.completion_token_ids) >= L_max for r, _ in pairs
-        )
-        / n,
+        "truncated_rate": sum(is_truncated(r, L_max) for r, _ in pairs) / n,
         "masked_count": sum(s.masked for s in samples),
         "samples": n,
         "samples_kept": len(samples),
