@@ -83,7 +83,7 @@ def time_mcoder(engine, tok, problems, args, out: Path) -> tuple[float, int, flo
     from mcoder.jsonl import RecordWriter
     from mcoder.rollout.diversity import batch_diversity
     from mcoder.rollout.run import RolloutSummary, _account
-    from mcoder.rollout.sample import make_rollouts
+    from mcoder.rollout.sample import make_rollouts, write_rollouts
 
     summary = RolloutSummary(out=str(out), engine=engine.name, temperature=1.0)
     engine = Timed(engine)
@@ -93,7 +93,7 @@ def time_mcoder(engine, tok, problems, args, out: Path) -> tuple[float, int, flo
         for chunk in chunks(problems, args.per_call):
             rollouts = make_rollouts(chunk, engine, tok, n=args.n, max_tokens=args.max_tokens, temperature=1.0,
                                      seed=0, model_name="tiny")
-            writer.write_all(rollouts)
+            write_rollouts(writer, rollouts)
             _account(summary, rollouts)
             texts.extend(rollouts)
     batch_diversity(texts)

@@ -22,7 +22,7 @@ from mcoder.jsonl import STDIO, RecordWriter, display_name, read_records
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
 from mcoder.rollout.diversity import batch_diversity
-from mcoder.rollout.sample import make_rollouts, rollout_id
+from mcoder.rollout.sample import make_rollouts, rollout_id, write_rollouts
 from mcoder.rollout.temperature import TemperatureSchedule, select_temperature
 
 
@@ -113,7 +113,7 @@ def _sample_all(cfg, engine, tokenizer, todo, temperature, writer, summary) -> N
                 chunk, engine, tokenizer, n=cfg.n, max_tokens=cfg.max_tokens, temperature=temperature,
                 seed=cfg.seed, model_name=model_name, policy_version=cfg.policy_version,
             )
-            writer.write_all(rollouts)
+            write_rollouts(writer, rollouts)
             _account(summary, rollouts)
             # Keep only what the diversity summary needs, not token ids.
             rollouts_all.extend(_Text(r.problem_id, r.completion) for r in rollouts)
