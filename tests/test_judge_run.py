@@ -107,6 +107,19 @@ def test_call_tests_share_one_process_but_each_has_its_own_time_limit(judge):
     assert v.status == "time_limit" and v.tests_passed == 2 and v.first_failure["index"] == 2
 
 
+def test_stdin_and_call_tests_of_one_problem(judge):
+    p = Problem(
+        id="mixed",
+        source="t",
+        question="",
+        fn_name="double",
+        tests=[Test("2\n", "4\n"), Test("3", "6", "call"), Test("5\n", "10\n")],
+    )
+    code = "def double(x):\n    return 2 * x\n\nif __name__ == '__main__':\n    print(double(int(input())))"
+    v = judge_one(judge, p, code)  # the main guard runs for stdin tests only
+    assert v.status == "accepted" and v.matched_by == ["exact", "value_exact", "exact"], v.first_failure
+
+
 def test_return_values_never_evaluated():
     assert literal_value("[1, (2, 3), {'a': 4.5}]") == ([1, (2, 3), {"a": 4.5}], True)
     assert literal_value("set()") == (set(), True)

@@ -52,8 +52,8 @@ class JudgeConfig:
     """First of the unused user ids that candidates run as (one per worker slot)."""
 
     # --- speed
-    cache_size: int = 100_000
-    """Verdicts kept by (program, tests, limits) so that identical programs run once."""
+    cache_size: int = 20_000
+    """Outcomes kept by (program, tests, limits) so that identical programs run once (~4 KB each at most)."""
 
     def __post_init__(self) -> None:
         if self.workers <= 0:

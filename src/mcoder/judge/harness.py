@@ -189,9 +189,16 @@ def run_stdin(code) -> None:
     os._exit(0)
 
 
-def load_module(code, prelude) -> dict:
-    ns = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
-    exec(prelude, ns)
+def prelude_namespace() -> dict:
+    """LeetCode's names, made once in the worker; each candidate starts from a copy. The module
+    is not ``__main__``: a program's own ``if __name__ == "__main__":`` demo must not run here."""
+    ns = {"__name__": "solution", "__file__": "main.py", "__builtins__": __builtins__}
+    exec(compile(LEETCODE_PRELUDE, "prelude.py", "exec"), ns)
+    return ns
+
+
+def load_module(code, prelude: dict) -> dict:
+    ns = dict(prelude)
     exec(code, ns)
     return ns
 
@@ -206,7 +213,7 @@ def resolve(ns: dict, fn_name: str | None):
     raise NameError(f"the program defines no function {fn_name!r} (nor a Solution method of that name)")
 
 
-def run_tests(code, prelude, kind: str, tests: list, fn_name: str | None, max_value_chars: int) -> None:
+def run_tests(code, prelude: dict, kind: str, tests: list, fn_name: str | None, max_value_chars: int) -> None:
     """Call or functional tests in this one process, one report per test; exits when done."""
     errors = _ThreadErrors()
     try:

@@ -180,7 +180,7 @@ class Child:
 # ---------------------------------------------------------------- the worker's state
 
 SETUP: dict = {}
-PRELUDE = compile(harness.LEETCODE_PRELUDE, "prelude.py", "exec")
+PRELUDE = harness.prelude_namespace()
 
 
 def finish_uid() -> None:
