@@ -323,3 +323,11 @@ def test_truncation_follows_the_finish_reason_not_the_longest_output():
     assert is_truncated(rollout("b", "p", [1, 2], "length"), L_max=3)
     no_reason = Rollout(id="c", problem_id="p", completion="", completion_token_ids=[1, 2, 3])
     assert is_truncated(no_reason, L_max=3) and not is_truncated(no_reason, L_max=4)
+
+
+def test_fused_logprobs_and_entropy_equal_the_separate_ones():
+    g = torch.Generator().manual_seed(0)
+    logits, tok = torch.randn(2, 3, 11, generator=g), torch.randint(0, 11, (2, 3), generator=g)
+    logp, ent = grpo.logprobs_and_entropy(logits, tok, 0.7)
+    torch.testing.assert_close(logp, grpo.token_logprobs(logits, tok, 0.7))
+    torch.testing.assert_close(ent, grpo.token_entropy(logits, 0.7))

@@ -37,6 +37,18 @@ def token_entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return -(logp.exp() * logp).sum(-1)  # (B, T)
 
 
+def logprobs_and_entropy(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both of the above from one log-softmax (the trainer's hot path); entropy carries no gradient."""
+    logp_all = torch.log_softmax(logits.float() / temperature, dim=-1)  # (B, T, V)
+    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    with torch.no_grad():
+        lp = logp_all.detach()  # (B, T, V)
+        entropy = -(lp.exp() * lp).sum(-1)  # (B, T)
+    return logp, entropy
+
+
 # ------------------------------------------------------------------ advantages
 
 

@@ -206,7 +206,7 @@ class Trainer:
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
         logits = completion_logits(self.model, batch)  # (B, C, V)
-        logp = grpo.token_logprobs(logits, batch.completion_ids, T)  # (B, C)
+        logp, entropy = grpo.logprobs_and_entropy(logits, batch.completion_ids, T)  # (B, C), (B, C)
         parts = grpo.policy_loss(
             logp,
             batch.old_logprobs,
@@ -223,9 +223,7 @@ class Trainer:
             kl_ratio_weighted=self.cfg.kl_ratio_weighted,
         )
         parts.loss.backward()
-        mask = batch.completion_mask.float()  # (B, C)
-        entropy = float((grpo.token_entropy(logits.detach(), T) * mask).sum())
-        return parts, entropy
+        return parts, float((entropy * batch.completion_mask).sum())
 
     def _optimizer_step(self) -> float:
         if self.cfg.max_grad_norm > 0:
