@@ -149,3 +149,12 @@ def test_missing_verdict_is_a_data_error(tiny_model):
     verdicts = verdicts_for(rollouts[:1], lambda r: 1.0)
     with pytest.raises(DataError, match="no verdict for rollout 'B'"):
         trainer.train_on_batch(rollouts, verdicts, names=("r.jsonl", "v.jsonl"))
+
+
+def test_a_kill_between_the_renames_of_save_keeps_the_old_checkpoint(tiny_model, tmp_path):
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo"))
+    trainer.save(tmp_path / "ck", extra_state={"loop_step": 4})
+    # the state a kill leaves after `out -> .out.old` and before `tmp -> out`
+    (tmp_path / "ck").rename(tmp_path / ".ck.old")
+    assert read_state(tmp_path / "ck")["loop_step"] == 4
+    assert (tmp_path / "ck" / "model.safetensors").exists()

@@ -276,10 +276,9 @@ class Trainer:
         return out
 
     def _restore(self, path: Path) -> None:
-        state_file = path / STATE_FILE
-        if not state_file.exists():
+        state = read_state(path)
+        if state is None:
             return
-        state = json.loads(state_file.read_text())
         self.step = int(state["step"])
         self.policy_version = int(state["policy_version"])
         self.base_model = state.get("base_model", self.model_path)
@@ -296,7 +295,13 @@ class Trainer:
 
 
 def read_state(path: str | os.PathLike) -> dict[str, Any] | None:
-    f = Path(path) / STATE_FILE
+    """The step record of the checkpoint at ``path`` (None when there is none). A kill between the
+    two renames of ``save`` leaves only the previous checkpoint, under its .old name: put it back."""
+    path = Path(path)
+    old = path.with_name(f".{path.name}.old")
+    if not path.exists() and (old / STATE_FILE).exists():
+        os.replace(old, path)
+    f = path / STATE_FILE
     return json.loads(f.read_text()) if f.exists() else None
 
 
