@@ -331,3 +331,15 @@ def test_fused_logprobs_and_entropy_equal_the_separate_ones():
     logp, ent = grpo.logprobs_and_entropy(logits, tok, 0.7)
     torch.testing.assert_close(logp, grpo.token_logprobs(logits, tok, 0.7))
     torch.testing.assert_close(ent, grpo.token_entropy(logits, 0.7))
+
+
+def test_masking_coins_are_seeded_per_batch():
+    pairs = [
+        (rollout(f"r{i}", "p", [i, i + 1, i + 2], "length"), verdict(f"r{i}", "p", float(i % 2), "accepted"))
+        for i in range(40)
+    ]
+    cfg = resolve("microcoder-grpo", {"mask_rho": 0.5, "mask_repeat_m": 2})
+    masks = {seed: [s.masked for s in prepare(pairs, cfg, L_max=3, coin_seed=seed)] for seed in (1, 2)}
+    assert masks[1] == [s.masked for s in prepare(pairs, cfg, L_max=3, coin_seed=1)]
+    assert masks[1] != masks[2]
+    assert 5 < sum(masks[1]) < 35

@@ -96,7 +96,9 @@ def is_truncated(r: Rollout, L_max: int) -> bool:
     return len(r.completion_token_ids or ()) >= L_max
 
 
-def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: int) -> list[Sample]:
+def prepare(
+    pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: int, *, coin_seed: int | None = None
+) -> list[Sample]:
     """Rewards, advantages (over the whole group, before masking), mask decisions, dynamic sampling."""
     group_of: dict[str, int] = {}
     samples = [
@@ -117,7 +119,7 @@ def prepare(pairs: Sequence[tuple[Rollout, Verdict]], cfg: TrainConfig, L_max: i
         rewards = rewards + grpo.overlong_penalty(lengths, L_max, cfg.overlong_cache)
     group_ids = torch.tensor([s.group for s in samples])
     adv = grpo.group_advantages(rewards, group_ids, cfg.adv_eps)
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.seed if coin_seed is None else coin_seed)  # the masking coins
     for s, R, A in zip(samples, rewards.tolist(), adv.tolist(), strict=True):
         d = truncation_decision(
             truncated=s.truncated,

@@ -115,7 +115,8 @@ class Trainer:
         pairs = join(rollouts, verdicts, rollouts_name=names[0], verdicts_name=names[1])
         T = self._temperature(pairs, names[0])
         L_max = self.cfg.max_tokens or max(len(r.completion_token_ids) for r, _ in pairs)
-        samples = prepare(pairs, self.cfg, L_max)
+        # fresh masking coins for every rollout batch, the same ones when a batch is redone
+        samples = prepare(pairs, self.cfg, L_max, coin_seed=self.cfg.seed * 1_000_003 + self.policy_version)
         self.last_samples = samples
         metrics = batch_metrics(pairs, samples, L_max)
         metrics["temperature"] = T
