@@ -234,6 +234,14 @@ def main() -> None:
         peak = [r["peak"] for r in rs]
         rise = [r["peak"] - r["rss_before"] for r in rs]
         print(f"{which:8} {_ms(tps):>18} {_ms(step, 3):>14} {_ms(peak, 0):>16} {_ms(rise, 0):>16}")
+    # Each repeat ran both back to back, so their ratio cancels most of the machine's load swings.
+    ratio = [
+        statistics.fmean(t["times"][1:]) / statistics.fmean(m["times"][1:])
+        for m, t in zip(results["mcoder"], results["trl"], strict=True)
+    ]
+    print(
+        f"speed-up of mcoder over TRL (paired by repeat, TRL step time / mcoder step time): {_ms(ratio, 2)}"
+    )
 
 
 def _ms(xs: list[float], digits: int = 0) -> str:
