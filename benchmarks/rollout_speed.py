@@ -135,8 +135,11 @@ def report(name: str, m: dict) -> None:
     print(f"{name:5s} direct {fmt(d)} s  {fmt(tps_d)} tok/s | mcoder {fmt(c)} s  {fmt(tps_c)} tok/s | "
           f"overhead {100 * statistics.fmean(overheads):+.1f}% (per repeat: {', '.join(f'{100 * o:+.1f}%' for o in overheads)})")
     ow, oc = m["seconds"]["outside_wall"], m["seconds"]["outside_cpu"]
+    # outside share x engine seconds = mcoder's own seconds; per 1000 completion tokens:
+    ms = [1000 * o * s / (1 + o) / m["tokens"]["mcoder"] * 1000 for o, s in zip(ow, c)]
     print(f"{'':5s} mcoder time outside engine calls: wall {100 * statistics.fmean(ow):.2f}% ± {100 * statistics.pstdev(ow):.2f}%, "
-          f"CPU {100 * statistics.fmean(oc):.2f}% ± {100 * statistics.pstdev(oc):.2f}% of the engine's")
+          f"CPU {100 * statistics.fmean(oc):.2f}% ± {100 * statistics.pstdev(oc):.2f}% of the engine's; "
+          f"{statistics.fmean(ms):.1f} ms per 1000 tokens")
 
 
 def main() -> None:
