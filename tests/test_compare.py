@@ -177,6 +177,12 @@ def test_hostile_literals_are_rejected_without_stalling():
     assert compare_output("[" * 100_000 + "]" * 100_000, "[" * 100_000 + "]" * 100_000) == "exact"
     assert compare_output("[1, 2]", "(" * 2_000_000) is None  # far longer than any reformatting
     assert compare_value([[[1]]], ((((1,),),),)) is None
+    # A long run of digits ending in a letter once made the number regexes backtrack for minutes.
+    digits = "9" * 200_000 + "x"
+    for expected, got in (("1.5", digits), ("1", digits), ("[1]", "(" + digits), ("(" + digits, "[1]")):
+        assert compare_output(expected, got) is None
+        assert compare_output(expected, got, "strict") is None
+    assert compare_output("[1]", "[" + "'a" * 100_000) is None  # unterminated strings everywhere
 
 
 # --- real expected outputs (third-party problem sets; skipped when absent) ---------------------

@@ -108,8 +108,10 @@ STRICT_RULES = ("exact", "lcb_lines", "lcb_decimal", "lcb_equal")
 FLOAT_RTOL = 1e-6
 FLOAT_ATOL = 1e-6
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Possessive quantifiers (no backtracking): a hostile 1 MB token of digits ending in a letter
+# must fail in linear time, not stall the judge in a regex.
+_INT = re.compile(r"[+-]?+[0-9]++")
+_NUMBER = re.compile(r"[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+")
 # Wide exponent range: a candidate printing 1e999999999 must compare, not overflow.
 _DECIMAL_CTX = decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
@@ -315,8 +317,8 @@ def _parse_json(text: str) -> Any:
 # prefix and no line break; the only names are the three constants.
 _LITERAL_TOKEN = re.compile(
     r"""[ \t\n\r\f\v]*(?:
-      (?P<num>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(?![\w.])
-    | (?P<str>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
+      (?P<num>[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+)(?![\w.])
+    | (?P<str>'(?:[^'\\\n]++|\\.)*+'|"(?:[^"\\\n]++|\\.)*+")
     | (?P<name>True|False|None)(?!\w)
     | (?P<punct>[\[\](){},:])
     )""",
@@ -343,8 +345,10 @@ def _literal_tokens(text: str) -> list[Any]:
     tokens: list[Any] = []
     append = tokens.append
     pos, end = len(text) - len(text.lstrip()), len(text.rstrip())
-    for m in _LITERAL_TOKEN.finditer(text, pos, end):
-        if m.start() != pos:  # finditer skips what it cannot read; a literal has no such gaps
+    match = _LITERAL_TOKEN.match
+    while pos < end:
+        m = match(text, pos, end)  # match, not finditer: stop at the first unreadable character
+        if m is None:
             raise _NotALiteral(f"unexpected text at {pos}")
         pos = m.end()
         num, string, name, punct = m.groups()
@@ -356,8 +360,6 @@ def _literal_tokens(text: str) -> list[Any]:
             append((_string(string),))
         else:
             append((_CONSTANTS[name],))
-    if pos != end:
-        raise _NotALiteral(f"unexpected text at {pos}")
     return tokens
 
 
