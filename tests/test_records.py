@@ -1,5 +1,7 @@
 """Strict parsing of the records: unknown, missing and mistyped fields are named."""
 
+import dataclasses
+
 import pytest
 
 from mcoder.errors import DataError
@@ -77,3 +79,13 @@ def test_newer_schema_is_refused_with_a_hint():
     with pytest.raises(DataError) as e:
         from_dict(Problem, _problem(schema=SCHEMA_VERSION + 1))
     assert e.value.field == "schema" and "upgrade" in e.value.hint
+
+
+def test_to_dict_shares_token_lists_and_keeps_field_order():
+    ids = list(range(1000))
+    r = Rollout(id="r", problem_id="p", completion="x", completion_token_ids=ids)
+    d = to_dict(r)
+    assert d["completion_token_ids"] is ids  # no deep copy of long token lists
+    assert list(d) == [f.name for f in dataclasses.fields(Rollout)]
+    p = from_dict(Problem, _problem())
+    assert to_dict(p)["tests"] == [{"input": "1 2\n", "output": "3\n", "kind": "stdin"}]

@@ -116,8 +116,25 @@ Record = Problem | Rollout | Verdict
 
 
 def to_dict(record: Any) -> dict[str, Any]:
-    """A record as plain JSON-ready data (nested Tests included)."""
-    return dataclasses.asdict(record)
+    """A record as plain JSON-ready data (nested Tests included), in field order.
+
+    Shallow on purpose: lists such as token ids and log-probs are shared, not copied
+    (``dataclasses.asdict`` deep-copies them, which used to cost more than a stage's own work).
+    """
+    data = {name: getattr(record, name) for name in _field_names(type(record))}
+    if isinstance(record, Problem):
+        data["tests"] = [{"input": t.input, "output": t.output, "kind": t.kind} for t in record.tests]
+    return data
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def record_key(record: Any) -> str:

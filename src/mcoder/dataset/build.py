@@ -11,7 +11,6 @@ The pipeline is a chain of generator stages over rows, each counting what it dro
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ def build(config: BuildConfig) -> Tally:
         return build_refined(config, sources, tally)
     with RecordWriter(config.out, Problem.KEY, resume=not config.overwrite) as writer, progress() as bar:
         for row, problem in filter_stage(process(collect(sources, config.format, tally, bar)), config, tally):
-            writer.write(as_record(problem))
+            writer.write(problem)
             tally.convert(row.file, problem)
     if writer.resumed:
         info(f"resumed: {writer.resumed} problems were already in {config.out}, {writer.written} added")
@@ -68,17 +67,6 @@ def _sources(config: BuildConfig, tally: Tally) -> list[Source]:
             "no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders"
         )
     return sources
-
-
-_FIELDS = tuple(f.name for f in dataclasses.fields(Problem))
-
-
-def as_record(problem: Problem) -> dict[str, Any]:
-    """``records.to_dict(problem)``, without dataclasses.asdict's deep copy (the slowest step
-    of a build); the same keys in the same order, so the bytes written are the same."""
-    data = {name: getattr(problem, name) for name in _FIELDS}
-    data["tests"] = [{"input": t.input, "output": t.output, "kind": t.kind} for t in problem.tests]
-    return data
 
 
 # ------------------------------------------------------------------ stages

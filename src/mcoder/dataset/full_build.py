@@ -87,7 +87,7 @@ def stage_configs(
 def build_refined(config, sources, tally):
     """Collect, convert, filter, verify, write; then the tables and the report. Returns the tally."""
     from mcoder.console import progress
-    from mcoder.dataset.build import as_record, collect, process
+    from mcoder.dataset.build import collect, process
     from mcoder.dataset.summary import render
 
     files, skipped, rows, seconds = {}, [], [0], [0.0]
@@ -114,7 +114,7 @@ def build_refined(config, sources, tally):
         RecordWriter(config.out, Problem.KEY, resume=not config.overwrite) as writer,
     ):
         for p in refiner.run(problems(bar)):
-            writer.write(as_record(p))
+            writer.write(p)
             tally.convert(files[p.id], p)
     for stage in refiner.stages():
         for r in stage.removals:

@@ -3,7 +3,6 @@ the trainer needs later (token ids, the sampler's log-probs, why each sample sto
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,19 +17,9 @@ def rollout_id(problem_id: str, policy_version: int, sample_index: int) -> str:
     return f"{problem_id}/{policy_version}/{sample_index}"
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout))
-
-
-def rollout_dict(r: Rollout) -> dict[str, Any]:
-    """A Rollout as JSON-ready data, without copying its lists: ``records.to_dict`` deep-copies
-    every token id and log-prob (dataclasses.asdict), which cost more than the rest of the
-    stage's own work together (benchmarks/rollout_speed.py)."""
-    return {name: getattr(r, name) for name in _FIELDS}
-
-
 def write_rollouts(writer: Any, rollouts: Iterable[Rollout]) -> int:
     """Write rollouts through a RecordWriter; returns how many were new."""
-    return writer.write_all(rollout_dict(r) for r in rollouts)
+    return writer.write_all(rollouts)
 
 
 def problem_seed(seed: int, problem_id: str, policy_version: int = 0) -> int:
