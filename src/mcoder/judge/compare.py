@@ -51,8 +51,12 @@ printed as a float.
 Known limits (kept because loosening them would accept wrong answers): an expected output that
 separates groups with blank lines is not matched by one that drops them (an empty line can be an
 answer); set elements compare exactly, without float tolerance; a problem that accepts several
-answers (a special judge) cannot be graded by text at all. Like LiveCodeBench, ``lines`` ignores
-leading indentation.
+answers (a special judge) cannot be graded by text at all; a literal more than 8 times longer
+than the expected one (plus 1 KB) is not parsed (reformatting does not grow text that much, and
+parsing junk would stall the judge); numbers with exponents past 10**999999999999999999 match only
+as identical text. Like LiveCodeBench, ``lines`` ignores leading indentation. Unlike it, integer
+tokens with extra leading zeros (``01``), digit grouping (``1_000``) and non-ASCII digits are not
+numbers here.
 
 ``compare_value`` (call tests) compares ``expected = json.loads(test.output)`` with the return value
 rebuilt by ``ast.literal_eval(repr(value))``: ``value_exact`` when types and values agree exactly,
