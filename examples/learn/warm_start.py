@@ -1,0 +1,146 @@
+"""Build a tiny model for the problem family and warm-start it with a short supervised pass.
+
+    python examples/learn/warm_start.py --problems train.jsonl --out WARM_DIR [--steps 60] [--seed 0]
+
+RL needs a policy that sometimes succeeds: a random-weight model never writes a program that
+passes, so every group's rewards are equal and GRPO has no signal. This step teaches the format
+(the same chat prompt `mcoder rollout` renders, then a fenced program and the end-of-turn token)
+on the train problems only, with the loss on completion tokens only. It is kept deliberately
+short: the point of the proof is what RL adds afterwards, on problems this pass never saw.
+
+The tiny model is mcoder.testing's random Qwen3, but its byte-level BPE tokenizer is trained on
+the rendered prompts too (beside testing's Python corpus): the fixed system and format text then
+costs ~130 tokens instead of ~340, which makes every rollout and update ~2.5x cheaper on a CPU.
+
+Plain torch + transformers; the output folder is an ordinary model folder for every mcoder stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+
+def examples(problems, tokenizer) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, completion ids) per reference solution: the rollout stage's prompt, then
+    the program in a python fence and eos (the model must learn to stop)."""
+    from mcoder.prompts import render_prompt
+
+    out = []
+    for p in problems:
+        _, prompt_ids = render_prompt(p, tokenizer)
+        for code in p.reference_solutions:
+            text = f"```python\n{code}```"
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            out.append((prompt_ids, ids))
+    return out
+
+
+def batch_tensors(rows, pad_id: int):
+    """Right-padded input ids, attention mask and labels (-100 on prompt and padding)."""
+    import torch
+
+    width = max(len(p) + len(c) for p, c in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, (p, c) in enumerate(rows):
+        seq = p + c
+        ids[i, : len(seq)] = torch.tensor(seq)
+        mask[i, : len(seq)] = 1
+        labels[i, len(p) : len(seq)] = torch.tensor(c)
+    return ids, mask, labels
+
+
+def build_tokenizer(problems, vocab: int):
+    """testing's tokenizer recipe, trained on its corpus plus the rendered train prompts."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from mcoder import testing
+    from mcoder.prompts import build_messages
+
+    def render(p) -> str:  # the chat template of mcoder.testing, written out
+        turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in build_messages(p))
+        return turns + "<|im_start|>assistant\n"
+
+    texts = testing._corpus() + [render(p) + f"```python\n{c}```" for p in problems for c in p.reference_solutions]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(
+        texts,
+        trainer=trainers.BpeTrainer(
+            vocab_size=vocab,
+            special_tokens=testing.SPECIAL_TOKENS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token=testing.EOS, pad_token="<|endoftext|>", padding_side="left"
+    )
+    fast.chat_template = testing.CHAT_TEMPLATE
+    return fast
+
+
+def warm_start(problems_path: str, out: str, *, steps: int, batch: int, lr: float, seed: int, layers: int) -> Path:
+    import torch
+
+    from mcoder.jsonl import read_records
+    from mcoder.records import Problem
+    from mcoder.testing import TinySpec, build_model
+
+    problems = list(read_records(problems_path, Problem))
+    spec = TinySpec(layers=layers, seed=seed)
+    tokenizer = build_tokenizer(problems, spec.vocab)
+    model = build_model(spec, len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    model.train()
+    rows = examples(problems, tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        ids, mask, labels = batch_tensors(rng.sample(rows, min(batch, len(rows))), tokenizer.pad_token_id)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if step == 1 or step % 10 == 0 or step == steps:
+            print(f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return Path(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problems", required=True, help="problems JSONL with reference_solutions")
+    parser.add_argument("--out", required=True, help="folder for the warm-started model")
+    parser.add_argument("--steps", type=int, default=60, help="optimizer steps")
+    parser.add_argument("--batch", type=int, default=16, help="sequences per step")
+    parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
+    parser.add_argument("--layers", type=int, default=2, help="transformer layers of the tiny model")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random init and the batches")
+    args = parser.parse_args(argv)
+    out = warm_start(
+        args.problems,
+        args.out,
+        steps=args.steps,
+        batch=args.batch,
+        lr=args.lr,
+        seed=args.seed,
+        layers=args.layers,
+    )
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
