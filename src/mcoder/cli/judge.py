@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import OutPath, Overwrite, ProblemsPath, Quiet, RolloutsPath, apply_quiet, guarded
+from mcoder.cli.common import OutPath, Overwrite, Quiet, apply_quiet, guarded
 
 
 def register(app: typer.Typer) -> None:
     @app.command("judge")
     @guarded
     def judge(
-        problems: ProblemsPath,
-        rollouts: RolloutsPath,
         out: OutPath,
+        problems: Annotated[
+            Path | None, typer.Option("--problems", "-p", help="Problems JSONL ('-' for stdin).")
+        ] = None,
+        rollouts: Annotated[
+            Path | None,
+            typer.Option(
+                "--rollouts", "-r", help="Rollouts JSONL ('-' for stdin); with --merge, the check list."
+            ),
+        ] = None,
+        merge: Annotated[
+            bool,
+            typer.Option(
+                "--merge",
+                help="Join the verdict files PARTS of --shard runs into OUT, checking that no rollout "
+                "is judged twice (and, with --rollouts, that every one is judged).",
+            ),
+        ] = False,
+        parts: Annotated[
+            list[Path] | None, typer.Argument(help="With --merge: the shards' verdict files.")
+        ] = None,
         workers: Annotated[
             int, typer.Option("--workers", "-w", help="Candidates run at once (0 = one per core).")
         ] = 0,
@@ -54,12 +73,31 @@ def register(app: typer.Typer) -> None:
         overwrite: Overwrite = False,
         quiet: Quiet = False,
     ) -> None:
-        """Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout."""
+        """Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout.
+
+        With --merge, join the verdict files of shards instead: mcoder judge --merge v.*.jsonl -o v.jsonl
+        """
         from mcoder.console import emit
+        from mcoder.errors import UsageError
         from mcoder.judge.config import JudgeConfig
         from mcoder.judge.stage import Shard, judge_files
 
         apply_quiet(quiet)
+        if merge or parts:
+            from mcoder.judge.merge import merge_verdicts
+
+            if not merge:
+                raise UsageError("verdict files given without --merge", hint="add --merge to join them")
+            if problems is not None or shard is not None:
+                raise UsageError("--merge joins verdict files; it takes no --problems or --shard")
+            merge_verdicts(parts or [], out, rollouts)
+            if str(out) != "-":
+                emit(str(out))
+            return
+        if problems is None or rollouts is None:
+            raise UsageError(
+                "judging needs --problems and --rollouts", hint="or --merge PARTS... to join shards"
+            )
         cfg = JudgeConfig(
             workers=workers,
             timeout_s=timeout,

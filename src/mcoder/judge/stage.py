@@ -44,10 +44,14 @@ class Shard:
         return cls(i, n)
 
     def owns(self, rollout_id: str) -> bool:
-        if self.count == 1:
-            return True
+        return self.count == 1 or self.owner(rollout_id, self.count) == self.index
+
+    @staticmethod
+    def owner(rollout_id: str, count: int) -> int:
+        """The shard of ``count`` that judges ``rollout_id``: sha1 of the id, so the same on every
+        machine and Python run (Python's own hash() of a str is salted per process)."""
         h = int.from_bytes(hashlib.sha1(rollout_id.encode()).digest()[:8], "big")
-        return h % self.count == self.index
+        return h % count
 
 
 def read_rollouts(
