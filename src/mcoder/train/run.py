@@ -24,7 +24,8 @@ from mcoder.jsonl import display_name, index_records, read_records
 from mcoder.records import Rollout, Verdict
 from mcoder.rollout.diversity import batch_diversity
 from mcoder.train.config import TrainConfig
-from mcoder.train.trainer import Trainer, read_state
+from mcoder.train.distributed import make_trainer
+from mcoder.train.trainer import read_state
 
 
 @dataclass
@@ -56,7 +57,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
 
     rollouts = list(read_records(job.rollouts, Rollout))
     verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
-    trainer = Trainer(job.model, job.cfg)
+    trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
     info(
         f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
         f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"

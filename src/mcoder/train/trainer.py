@@ -69,6 +69,7 @@ class Trainer:
         self.model = load_policy(self.model_path, cfg).to(self.device)
         self.model.train()
         self.reference = load_reference(self.model_path, self.model, cfg)
+        self.model = self.wrap_policy(self.model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             self.params, lr=cfg.lr, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay
@@ -251,11 +252,11 @@ class Trainer:
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        self.model.save_pretrained(tmp)
+        self.save_weights(tmp)
         self.tokenizer.save_pretrained(tmp)
         (tmp / CONFIG_FILE).write_text(self.cfg.to_json())
         torch.save(
-            {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()},
+            {"optimizer": self.optimizer_state(), "scheduler": self.scheduler.state_dict()},
             tmp / OPTIM_FILE,
         )
         state = {
@@ -276,6 +277,20 @@ class Trainer:
         shutil.rmtree(old, ignore_errors=True)
         return out
 
+    # Hooks that the FSDP2 trainer (train/distributed.py) overrides: wrap the policy, and move
+    # weights and optimizer state between sharded tensors and the single-process checkpoint format.
+    def wrap_policy(self, model):
+        return model
+
+    def save_weights(self, folder: Path) -> None:
+        self.model.save_pretrained(folder)
+
+    def optimizer_state(self) -> dict:
+        return self.optimizer.state_dict()
+
+    def load_optimizer_state(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state)
+
     def _restore(self, path: Path) -> None:
         state = read_state(path)
         if state is None:
@@ -286,7 +301,7 @@ class Trainer:
         if (path / OPTIM_FILE).exists():
             saved = torch.load(path / OPTIM_FILE, weights_only=True, map_location=self.device)
             try:
-                self.optimizer.load_state_dict(saved["optimizer"])
+                self.load_optimizer_state(saved["optimizer"])
             except ValueError as e:
                 raise UsageError(
                     f"the optimizer state in {path} does not fit this model ({e})",
