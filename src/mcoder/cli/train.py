@@ -99,6 +99,12 @@ def train(
         bool, Opt("--unsafe-no-sandbox", help="Loop: judge without isolation (only inside outer isolation).")
     ] = False,
     judge_workers: Annotated[int, Opt("--judge-workers", help="Loop: judge workers (0: one per core).")] = 0,
+    engine: Annotated[
+        str, Opt("--engine", help="Loop: rollout engine, hf (the live policy) or vllm (needs --lora-rank).")
+    ] = "hf",
+    tensor_parallel_size: Annotated[
+        int, Opt("--tensor-parallel-size", help="Loop, vllm: GPUs the rollout engine is split over.")
+    ] = 1,
     seed: Seed = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -151,6 +157,8 @@ def train(
                 cfg=resolve(algo, overrides),
                 max_tokens=max_tokens or 512,
                 judge=judge,
+                engine=engine,
+                tensor_parallel_size=tensor_parallel_size,
             )
         )
         return

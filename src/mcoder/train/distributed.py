@@ -169,13 +169,7 @@ class FSDPTrainer(Trainer):
 
     def save(self, out, extra_state=None, extra_files=None) -> Path:
         """Gather full weights and optimizer state (a collective), then rank 0 writes."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        full = get_model_state_dict(self.model, options=opts)
-        # a tied lm_head appears under two names here; keep the names one process would save
-        names = {n for n, _ in self.model.named_parameters()} | {n for n, _ in self.model.named_buffers()}
-        self._full_weights = {k: v for k, v in full.items() if k in names}
+        self.gather_weights()
         self._full_optimizer = _gather_optimizer_state(self.optimizer.state_dict())
         try:
             if is_main():
@@ -184,6 +178,16 @@ class FSDPTrainer(Trainer):
             self._full_weights = self._full_optimizer = None
         barrier()
         return Path(out)
+
+    def gather_weights(self) -> None:
+        """Full weights on rank 0's CPU for ``save_weights`` (every rank must call this)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        full = get_model_state_dict(self.model, options=opts)
+        # a tied lm_head appears under two names here; keep the names one process would save
+        names = {n for n, _ in self.model.named_parameters()} | {n for n, _ in self.model.named_buffers()}
+        self._full_weights = {k: v for k, v in full.items() if k in names}
 
     def save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder, state_dict=self._full_weights)

@@ -52,6 +52,10 @@ class LoopJob:
     """With temperature auto: the diversity the chosen T must reach (None: the rollout stage's default)."""
     probe_problems: int = 8
     """With temperature auto: problems sampled at each candidate temperature."""
+    engine: str = "hf"
+    """Rollout engine: hf (the live policy) or vllm (LoRA adapter handed over each step)."""
+    tensor_parallel_size: int = 1
+    """vllm: GPUs the rollout engine's model copy is split over."""
 
 
 def run_loop(job: LoopJob) -> Path:
@@ -60,7 +64,14 @@ def run_loop(job: LoopJob) -> Path:
     from mcoder.rollout.diversity import batch_diversity
     from mcoder.rollout.engines.hf_engine import HFEngine
     from mcoder.rollout.sample import make_rollouts
+    from mcoder.train.distributed import world_size
+    from mcoder.train.policy_sync import check_engine, publish_adapter, vllm_engine_for
 
+    check_engine(job.engine, job.cfg.lora_rank)
+    if world_size() > 1:  # launched by torchrun: the same loop, N ranks (train/distributed_loop.py)
+        from mcoder.train.distributed_loop import run_loop_distributed
+
+        return run_loop_distributed(job)
     cfg, run = job.cfg, Path(job.run_dir)
     run.mkdir(parents=True, exist_ok=True)
 
@@ -75,7 +86,10 @@ def run_loop(job: LoopJob) -> Path:
     _check_same_config(run, cfg, resumed=state is not None)
     trainer = Trainer(str(ckpt) if state else job.model, cfg)
     tokenizer = trainer.tokenizer
-    engine = HFEngine(trainer.model, tokenizer)  # samples from the live policy: always on-policy
+    if job.engine == "vllm":  # a separate engine: each step's adapter is handed to it (policy_sync.py)
+        engine = vllm_engine_for(job, str(ckpt) if state else job.model)
+    else:
+        engine = HFEngine(trainer.model, tokenizer)  # samples from the live policy: always on-policy
     _trim_metrics(run / "metrics.jsonl", last_step=first_step - 1)
 
     # -------- derived sizes, printed before anything runs
@@ -144,6 +158,8 @@ def run_loop(job: LoopJob) -> Path:
             # 4. checkpoint (atomic): a kill after this line resumes at the next step
             if step % cfg.save_every == 0 or step == cfg.steps:
                 trainer.save(ckpt, extra_state={"loop_step": step})
+            if job.engine == "vllm":
+                publish_adapter(trainer, engine, run / "adapters", step)
     emit(str(ckpt))
     return ckpt
 
