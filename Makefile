@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MCODER := $(VENV)/bin/mcoder
 DEMO ?= demo-out
 
-.PHONY: demo test test-slow test-vllm lint clean
+.PHONY: demo recipes test test-slow test-vllm lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,18 @@ test-slow: $(VENV)/.installed
 test-vllm:
 	bash scripts/test_vllm.sh
 
+# The whole loop on the bundled problems and a tiny model: build, train (MicroCoder-GRPO), bench.
 demo: $(VENV)/.installed
-	$(MCODER) dataset build examples/problems --out $(DEMO)/problems.jsonl --overwrite
+	MCODER=$(MCODER) PY=$(PY) bash commands/demo.sh --out $(DEMO)
+
+# Every recipe of commands/ at its --smoke size (what CI runs), in $(RECIPES_OUT).
+RECIPES_OUT ?= recipes-out
+recipes: $(VENV)/.installed
+	MCODER=$(MCODER) PY=$(PY) bash commands/grpo_step.sh --smoke --run $(RECIPES_OUT)/grpo-step
+	MCODER=$(MCODER) PY=$(PY) bash commands/train_grpo.sh --smoke --run $(RECIPES_OUT)/grpo
+	MCODER=$(MCODER) PY=$(PY) bash commands/train_dapo.sh --smoke --run $(RECIPES_OUT)/dapo
+	MCODER=$(MCODER) PY=$(PY) bash commands/train_microcoder.sh --smoke --run $(RECIPES_OUT)/microcoder
+	MCODER=$(MCODER) PY=$(PY) bash commands/ci_judge.sh --smoke --out $(RECIPES_OUT)/ci-judge
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache
+	rm -rf $(VENV) $(DEMO) $(RECIPES_OUT) .pytest_cache
