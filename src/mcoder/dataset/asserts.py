@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any
 
+from mcoder import safe_ast
 from mcoder.records import Test
 
 
@@ -29,7 +30,7 @@ def split_invocation(source: str) -> tuple[str, str | None]:
     ``check(Solution().maxSum)`` gives ``maxSum``; ``check(f)`` gives ``f``; with no such
     call the source comes back whole and the name is None.
     """
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     if not tree.body:
         return source, None
     last = tree.body[-1]
@@ -54,7 +55,7 @@ def check_tests(source: str, params: list[str] | None) -> list[Test]:
     ``params`` are the parameter names of the function under test (for keyword arguments);
     raises SyntaxError when ``source`` is not Python and ValueError when it defines no check.
     """
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     check = _check_function(tree)
     try:
         return _call_tests(check, params)
@@ -68,7 +69,7 @@ def signature_params(code: str, fn_name: str) -> list[str] | None:
     if not m:
         return None
     try:
-        fn = ast.parse(f"def _f({m.group(1)}): pass").body[0]
+        fn = safe_ast.parse(f"def _f({m.group(1)}): pass").body[0]
     except SyntaxError:
         return None
     args = fn.args
@@ -146,7 +147,7 @@ def _arguments(call: ast.Call, params: list[str] | None) -> list[ast.expr]:
 
 def _literal(node: ast.expr) -> Any:
     try:
-        return ast.literal_eval(node)
+        return safe_ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise NotConvertible from None
 

@@ -7,6 +7,8 @@ import ast
 import re
 from typing import Any
 
+from mcoder import safe_ast
+
 _PY_BLOCK = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
 _LCB_QUESTION = re.compile(r"### Question:\s*\n(.*?)(?:\n### Format:|\Z)", re.DOTALL)
 _LCB_FORMAT = re.compile(r"### Format:(.*?)(?:\n### Answer:|\Z)", re.DOTALL)
@@ -67,7 +69,7 @@ def limits(statement: str) -> dict[str, Any]:
         meta["time_limit_s"] = value / 1000 if unit.startswith("m") else value
     elif m := _TIME_DICT.search(statement):
         try:  # CodeContests' protobuf duration, printed as a dict
-            d = ast.literal_eval(m.group(1))
+            d = safe_ast.literal_eval(m.group(1))
             meta["time_limit_s"] = d.get("seconds", 0) + d.get("nanos", 0) / 1e9
         except (ValueError, SyntaxError, AttributeError):
             pass
@@ -77,7 +79,7 @@ def limits(statement: str) -> dict[str, Any]:
         meta["memory_limit_mb"] = {"bytes": value / 1e6, "kb": value / 1e3}.get(unit, value)
     if m := _TAGS.search(statement):
         try:
-            tags = ast.literal_eval(m.group(1))
+            tags = safe_ast.literal_eval(m.group(1))
             if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
                 meta["tags"] = tags
         except (ValueError, SyntaxError):
@@ -124,7 +126,7 @@ def is_placeholder(code: str) -> bool:
     """True for code that cannot be a solution: empty, or only imports, pass and an exit call
     (SandboxFusion stores ``import sys; sys.exit(0)`` where it has no canonical solution)."""
     try:
-        tree = ast.parse(code)
+        tree = safe_ast.parse(code)
     except SyntaxError:
         return False
     return all(_is_noop(stmt) for stmt in tree.body)

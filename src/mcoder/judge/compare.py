@@ -59,7 +59,7 @@ tokens with extra leading zeros (``01``), digit grouping (``1_000``) and non-ASC
 numbers here.
 
 ``compare_value`` (call tests) compares ``expected = json.loads(test.output)`` with the return value
-rebuilt by ``ast.literal_eval(repr(value))``: ``value_exact`` when types and values agree exactly,
+rebuilt by ``safe_ast.literal_eval(repr(value))``: ``value_exact`` when types and values agree exactly,
 ``value_structural`` when only lists vs tuples or float tolerance (nested) made them agree. Types
 are otherwise strict: ``True`` is not ``1``, ``1.0`` is not an expected ``1`` (LeetCode judges
 ``2.0`` against an ``int`` answer as wrong), a set matches only an expected set (a list or tuple
@@ -84,7 +84,6 @@ re-implementation of its observable behaviour, not its code:
 
 from __future__ import annotations
 
-import ast
 import decimal
 import json
 import math
@@ -92,6 +91,8 @@ import re
 import warnings
 from decimal import Decimal
 from typing import Any, Literal
+
+from mcoder import safe_ast
 
 Mode = Literal["microcoder", "strict"]
 MODES: tuple[str, ...] = ("microcoder", "strict")
@@ -381,7 +382,7 @@ def _string(literal: str) -> str:
         return literal[1:-1]
     with warnings.catch_warnings():  # an unknown escape such as '\d' only warns
         warnings.simplefilter("ignore")
-        return ast.literal_eval(literal)
+        return safe_ast.literal_eval(literal)
 
 
 def _literal_at(tokens: list[Any], i: int) -> tuple[Any, int]:

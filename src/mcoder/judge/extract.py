@@ -9,8 +9,9 @@ the end of the text. ``None`` means there is no code at all (the ``no_code`` ver
 
 from __future__ import annotations
 
-import ast
 import re
+
+from mcoder import safe_ast
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)[^\n]*$", re.MULTILINE)
 _PYTHON_LABELS = {"python", "py", "python3", "py3", "python2"}
@@ -50,7 +51,7 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        safe_ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

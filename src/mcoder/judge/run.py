@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcoder import safe_ast
 from mcoder.errors import DataError
 from mcoder.judge import sandbox
 from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
@@ -306,7 +307,7 @@ def literal_value(text: str) -> tuple[Any, bool]:
     if text == "set()":
         return set(), True
     try:
-        return ast.literal_eval(text), True
+        return safe_ast.literal_eval(text), True
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None, False
 
@@ -348,7 +349,7 @@ def _json(problem: Problem, i: int, part: str, text: str) -> Any:
 def _calls_check(problem: Problem, i: int, source: str) -> bool:
     """Whether a functional test's source calls check() itself (LeetCode sets) or leaves it to us."""
     try:
-        tree = ast.parse(source)
+        tree = safe_ast.parse(source)
     except SyntaxError as e:
         raise DataError(
             f"problem {problem.id!r}: test {i} is not valid Python ({e.msg})", field=f"tests[{i}].input"

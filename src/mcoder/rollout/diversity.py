@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from statistics import fmean
 
+from mcoder import safe_ast
+
 NGRAM_ORDERS = (1, 2, 3, 4)
 _WORD = re.compile(r"\w+|[^\w\s]")
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
@@ -62,7 +64,7 @@ def normalized_program(text: str) -> str:
     comments, docstrings and layout."""
     code = extract_code(text)
     try:
-        tree = ast.parse(code)
+        tree = safe_ast.parse(code)
     except (SyntaxError, ValueError):
         return "unparsed:" + " ".join(code.split())
     tree = _Canonical().visit(tree)

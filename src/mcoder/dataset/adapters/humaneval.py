@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from mcoder import safe_ast
 from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
 from mcoder.dataset.fields import need
 from mcoder.dataset.sources import RowRef
@@ -58,7 +59,7 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
 def _helpers(prompt: str, entry_point: str, ref: RowRef) -> str:
     """The prompt's imports and definitions other than the entry point, as source text."""
     try:
-        tree = ast.parse(prompt)
+        tree = safe_ast.parse(prompt)
     except SyntaxError as e:
         raise ref.error(f"not Python: {e.msg} (line {e.lineno})", field="prompt") from None
     lines = prompt.splitlines(keepends=True)

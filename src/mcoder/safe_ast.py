@@ -1,0 +1,27 @@
+"""``ast.parse`` and ``ast.literal_eval`` that are safe to call from several threads.
+
+CPython 3.11 keeps the AST constructor's recursion counter in per-interpreter state. When a
+garbage collection during one thread's parse runs a finaliser that lets another thread parse,
+the counter goes wrong and ``ast`` raises ``SystemError: AST constructor recursion depth
+mismatch`` (python/cpython#106905). The judge parses candidate output from one thread per
+worker, and the dataset stages parse while the judge runs, so every parse in mcoder goes
+through this one lock. Re-entrant, because a finaliser may itself parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from typing import Any
+
+_LOCK = threading.RLock()
+
+
+def parse(source: str | bytes, *args: Any, **kwargs: Any) -> ast.AST:
+    with _LOCK:
+        return ast.parse(source, *args, **kwargs)
+
+
+def literal_eval(node_or_string: str | ast.AST) -> Any:
+    with _LOCK:
+        return ast.literal_eval(node_or_string)
