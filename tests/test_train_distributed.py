@@ -1,0 +1,212 @@
+"""`mcoder train` under a real `torchrun --nproc-per-node 2` (gloo, CPU): one FSDP2 update equals
+the single-process update on the same batch, checkpoints move between 1 and 2 processes, and a
+2-process `--loop` killed after a step resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from mcoder.jsonl import RecordWriter
+from train_records import sample_rollouts, verdicts_for
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+TOL = 1e-5
+
+
+def _env() -> dict:
+    # one thread per rank: two ranks on a shared 2-core machine, and reductions in one order
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def mcoder(*args, nproc: int = 1, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
+    launch = [sys.executable, "-m", "mcoder"]
+    if nproc > 1:
+        launch = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            "-m",
+            "mcoder",
+        ]
+    return subprocess.run(
+        [*launch, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(),
+        check=False,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_model, tmp_path_factory):
+    """3 prompt groups of 4 real samples of the tiny model, rewards 0/1 within each group."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    d = tmp_path_factory.mktemp("dist-batch")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    prompts = {"a": "sum", "b": "sort", "c": "max"}
+    rollouts = sample_rollouts(model, tok, prompts, n=4, max_tokens=10, temperature=0.9)
+    verdicts = verdicts_for(rollouts, lambda r: r.sample_index % 2)
+    with RecordWriter(d / "r.jsonl", "id") as w:
+        w.write_all(rollouts)
+    with RecordWriter(d / "v.jsonl", "rollout_id") as w:
+        w.write_all(verdicts.values())
+    return d
+
+
+def train(model, batch: Path, out: Path, *extra, nproc: int = 1) -> dict:
+    # 3 groups, mini-batches of 2 groups: the second mini-batch leaves rank 1 without a group
+    # (its idle forward/backward keeps the collectives in step); micro-batches of 3 of 4 samples
+    r = mcoder(
+        "train", "--model", model, "--rollouts", batch / "r.jsonl", "--verdicts", batch / "v.jsonl",
+        "--out", out, "--lr", "1e-3", "--truncation", "none", "--mini-batch-size", "2",
+        "--micro-batch-size", "3", "-q", "--overwrite", *extra, nproc=nproc,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[-1] == str(out), "one line of results and the path, printed once (rank 0)"
+    return json.loads(lines[-2])
+
+
+def weights(ck: Path) -> dict[str, torch.Tensor]:
+    name = "adapter_model.safetensors" if (ck / "adapter_model.safetensors").exists() else "model.safetensors"
+    return load_file(ck / name)
+
+
+def assert_same_checkpoint(a: Path, b: Path, base: dict[str, torch.Tensor] | None = None) -> None:
+    wa, wb = weights(a), weights(b)
+    assert sorted(wa) == sorted(wb)
+    worst = max((wa[k] - wb[k]).abs().max().item() for k in wa)
+    assert worst < TOL, f"parameters differ by {worst}"
+    if base is not None:  # the update did something, far above the tolerance
+        moved = max((wa[k] - base[k]).abs().max().item() for k in wa if k in base)
+        assert moved > 100 * TOL
+    oa, ob = (torch.load(c / "optimizer.pt", weights_only=True) for c in (a, b))
+    assert oa["optimizer"]["param_groups"] == ob["optimizer"]["param_groups"]
+    assert oa["scheduler"] == ob["scheduler"]
+    sa, sb = oa["optimizer"]["state"], ob["optimizer"]["state"]
+    assert sorted(sa) == sorted(sb)
+    for k in sa:
+        for name in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.allclose(sa[k][name], sb[k][name], atol=TOL, rtol=0), (k, name)
+    for c in (a, b):
+        assert json.loads((c / "trainer_state.json").read_text())["step"] == 2
+
+
+def test_two_processes_update_equals_one_full_weights(tiny_model, batch, tmp_path):
+    m1 = train(tiny_model, batch, tmp_path / "one", "--lora-rank", "0")
+    m2 = train(tiny_model, batch, tmp_path / "two", "--lora-rank", "0", nproc=2)
+    assert_same_checkpoint(
+        tmp_path / "one", tmp_path / "two", base=load_file(tiny_model / "model.safetensors")
+    )
+    assert m1["updates"] == m2["updates"] == 2 and m1["tokens"] == m2["tokens"]
+    for k in ("loss", "grad_norm", "ratio/mean", "clip/low", "clip/high", "entropy"):
+        assert abs(m1[k] - m2[k]) < 1e-4 * max(1.0, abs(m1[k])), k  # metrics summed over ranks
+
+
+@pytest.mark.slow
+def test_two_processes_update_equals_one_lora_and_checkpoints_cross(tiny_model, batch, tmp_path):
+    train(tiny_model, batch, tmp_path / "one", "--lora-rank", "4")
+    train(tiny_model, batch, tmp_path / "two", "--lora-rank", "4", nproc=2)
+    assert_same_checkpoint(tmp_path / "one", tmp_path / "two")
+    # a 2-process checkpoint continued by 1 process == a 1-process one continued by 2
+    train(tmp_path / "two", batch, tmp_path / "two-then-one")
+    train(tmp_path / "one", batch, tmp_path / "one-then-two", nproc=2)
+    wa, wb = weights(tmp_path / "two-then-one"), weights(tmp_path / "one-then-two")
+    assert max((wa[k] - wb[k]).abs().max().item() for k in wa) < TOL
+    for c in ("two-then-one", "one-then-two"):
+        assert json.loads((tmp_path / c / "trainer_state.json").read_text())["step"] == 4  # AdamW continued
+
+
+def _loop_args(model: Path, run: Path, steps: int) -> list:
+    # -n, not --n: torchrun's own parser would take --n for an abbreviation of its flags
+    return [
+        "train", "--loop", "--model", model, "--problems", EXAMPLES / "stdin.jsonl", "--run-dir", run,
+        "--steps", steps, "-n", "2", "--train-batch-size", "2", "--max-tokens", "12", "--temperature", "1.0",
+        "--lr", "1e-3", "--judge-workers", "1", "--seed", "5", "--lora-rank", "4",
+    ]  # fmt: skip
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = [int(x) for x in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            kids = []
+        out += kids
+        todo += kids
+    return out
+
+
+def _loop_step(run: Path) -> int:
+    try:
+        return json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return 0
+
+
+@pytest.mark.slow
+def test_two_process_loop_killed_after_a_step_resumes(tiny_model, tmp_path):
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge.sandbox import check_isolation
+
+    try:
+        check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    run = tmp_path / "run"
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "-m",
+        "mcoder",
+    ]
+    proc = subprocess.Popen(
+        [*launch, *map(str, _loop_args(tiny_model, run, 40))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while _loop_step(run) < 1 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert _loop_step(run) >= 1, "the 2-process loop checkpointed a step"
+    finally:
+        # the ranks run in sessions of their own: kill them (mid-step) and then the launcher
+        for pid in _descendants(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    killed_at = _loop_step(run)
+    assert killed_at < 40
+    done = mcoder(*_loop_args(tiny_model, run, killed_at + 1), nproc=2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resuming after step {killed_at}" in done.stderr
+    state = json.loads((run / "checkpoint" / "trainer_state.json").read_text())
+    assert state["loop_step"] == killed_at + 1 and state["policy_version"] == killed_at + 1
+    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, killed_at + 2)), "redone steps' metrics lines dropped, none twice"
+    assert all(json.loads(x)["processes"] == 2 for x in (run / "metrics.jsonl").read_text().splitlines()[-1:])
+    # and one process takes the same run over (a torchrun checkpoint is a plain one)
+    more = mcoder(*_loop_args(tiny_model, run, killed_at + 2))
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert _loop_step(run) == killed_at + 2
