@@ -51,6 +51,9 @@ def rollout(
     ] = None,
     seed: Seed = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows (problem x sample) per engine call.")] = 32,
+    tensor_parallel_size: Annotated[
+        int, typer.Option("--tensor-parallel-size", "--tp", help="vllm: GPUs one model copy is split over.")
+    ] = 1,
     top_k: Annotated[int, typer.Option("--top-k", help="Top-k filtering (0: off).")] = 0,
     top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass (1.0: off).")] = 1.0,
     policy_version: Annotated[
@@ -72,7 +75,7 @@ def rollout(
         diversity_target=DEFAULT_TARGET if diversity_target is None else diversity_target,
         temperature_candidates=parse_candidates(temperature_candidates) if temperature_candidates else DEFAULT_CANDIDATES,
         probe_problems=probe_problems, diversity_measure=diversity_measure,
-        engine=engine, batch_size=batch_size, quiet=quiet,
+        engine=engine, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size, quiet=quiet,
     )
     summary = run_rollout(cfg)
     if str(out) != "-":

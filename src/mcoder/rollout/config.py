@@ -60,6 +60,8 @@ class RolloutConfig:
     """auto (vLLM when installed, else hf), hf or vllm."""
     batch_size: int = 32
     """hf: rows (problem x sample) decoded together; problems handed to the engine per call."""
+    tensor_parallel_size: int = 1
+    """vllm: GPUs one model copy is split over (vLLM tensor parallelism)."""
     quiet: bool = False
     """No progress bar or tables."""
 
@@ -74,6 +76,13 @@ class RolloutConfig:
             raise UsageError(f"--limit {self.limit} must be >= 0")
         if self.engine not in ("auto", "hf", "vllm"):
             raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
+        if self.tensor_parallel_size < 1:
+            raise UsageError(f"--tensor-parallel-size {self.tensor_parallel_size} must be >= 1")
+        if self.tensor_parallel_size > 1 and self.engine == "hf":
+            raise UsageError(
+                "--tensor-parallel-size > 1 needs the vllm engine",
+                hint="pass --engine vllm (the hf engine runs one model copy on one device)",
+            )
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
         if self.temperature_schedule is not None:

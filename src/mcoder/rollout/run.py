@@ -77,6 +77,7 @@ def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
     engine = make_engine(
         cfg.engine, cfg.model, cfg.adapter, tokenizer=tokenizer, batch_size=cfg.batch_size,
         top_k=cfg.top_k, top_p=cfg.top_p, seed=cfg.seed,
+        **({"tensor_parallel_size": cfg.tensor_parallel_size} if cfg.tensor_parallel_size > 1 else {}),
     )
     temperature, table = resolve_temperature(cfg, engine, tokenizer, problems)
     summary = RolloutSummary(out=str(cfg.out), engine=engine.name, temperature=temperature, temperature_table=table)

@@ -47,6 +47,11 @@ def make_engine(
         from mcoder.rollout.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(model_path, adapter, tokenizer=tokenizer, top_k=top_k, top_p=top_p, seed=seed, **vllm_kwargs)
+    if vllm_kwargs.get("tensor_parallel_size", 1) > 1:
+        raise EnvironmentMissing(
+            "--tensor-parallel-size > 1 needs the vllm engine, and vllm is not installed",
+            hint=VLLM_HINT.replace("; or pass --engine hf", ""),
+        )
     from mcoder.rollout.engines.hf_engine import HFEngine
 
     tokenizer = tokenizer or load_tokenizer(model_path)
