@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# MicroCoder-GRPO past one GPU: `mcoder train --loop` under torchrun. The policy is sharded with
+# FSDP2 over all ranks; rank 0 samples with vLLM (the step's LoRA adapter handed to the running
+# engine, no restart) and judges; every rank trains on its share of the prompt groups.
+#
+#   train_multigpu.sh --model DIR --problems FILE [--run DIR] [--gpus 8] [--tp 1] [--steps 300] [-- FLAGS]
+#   train_multigpu.sh --nodes M --node-rank R --master HOST:PORT ...   # one line per node (or SLURM below)
+#   train_multigpu.sh --smoke                                          # CPU: 2 processes, gloo, hf engine
+#
+# One node, 8 GPUs:    torchrun --standalone --nproc-per-node 8 -m mcoder train --loop --engine vllm ...
+# Several nodes:       torchrun --nnodes M --nproc-per-node 8 --node-rank R \
+#                        --rdzv-backend c10d --rdzv-endpoint HOST:29500 -m mcoder train --loop ...
+# As a SLURM job (M nodes, one torchrun per node):
+#   #SBATCH --nodes=4 --ntasks-per-node=1 --gpus-per-node=8 --cpus-per-task=64 --mem=0
+#   head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+#   srun bash commands/train_multigpu.sh --nodes "$SLURM_NNODES" --node-rank "$SLURM_NODEID" \
+#        --master "$head:29500" --model Qwen3-8B --problems problems.jsonl --run runs/mc-8b
+# The run folder must be on a disk every node sees (rank 0 writes it; all ranks read the checkpoint).
+# Note: after torchrun, write `-n G` for the group size: torchrun's own parser reads `--n` as an
+# abbreviation of its flags.
+#
+# Sizes for the paper's model range (estimates from parameter counts, not measured: this project
+# had no GPU to run them; activations depend on L_max and --micro-batch-size):
+#   model      full fine-tuning (fp32 AdamW, FSDP2)                      LoRA r=64
+#   Qwen3-1.7B ~27 GB of weights+grads+moments -> 1 node, 2-8 GPUs       1 GPU (+ vLLM on it)
+#   Qwen3-4B   ~64 GB -> 1 node, 8 x 40-80 GB GPUs                       1-2 GPUs
+#   Qwen3-8B   ~128 GB -> 1 node, 8 x 80 GB GPUs (or 2 nodes of 40 GB)   1 node, 2-8 GPUs
+#   (--dtype bfloat16 halves those figures; optimizer moments then are bfloat16 too.)
+# Rollouts: vLLM on GPU 0 beside trainer rank 0 (bfloat16 weights: 3.4 / 8 / 16 GB); --tp 2 or 4
+# splits the engine over GPUs 0..tp-1 when the 8B engine plus its KV cache for 256 sequences of
+# L_max 8192 tokens do not fit beside the trainer. The paper's step, 32 problems x G=8 with L_max
+# up to 8192, is 256 sequences: rollout time dominates; judge workers (--judge-workers, CPU cores
+# of the node running rank 0) should be 16-32 (see judge_sharded.sh for the per-verdict cost).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+MODEL="" PROBLEMS="" RUN=runs/multigpu GPUS=8 TP=1 STEPS=300 NODES=1 NODE_RANK=0 MASTER="" SMOKE=0 EXTRA=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) MODEL="$2"; shift 2 ;;
+    --problems) PROBLEMS="$2"; shift 2 ;;
+    --run) RUN="$2"; shift 2 ;;
+    --gpus) GPUS="$2"; shift 2 ;;
+    --tp) TP="$2"; shift 2 ;;
+    --steps) STEPS="$2"; shift 2 ;;
+    --nodes) NODES="$2"; shift 2 ;;
+    --node-rank) NODE_RANK="$2"; shift 2 ;;
+    --master) MASTER="$2"; shift 2 ;;
+    --smoke) SMOKE=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+
+if [[ $SMOKE == 1 ]]; then
+  # The same command on a CPU: 2 processes over gloo, the hf engine (vLLM needs a GPU here),
+  # 2 steps of 2 problems x G=2. Rerunning continues after the last checkpoint.
+  RUN=runs/multigpu-smoke; mkdir -p "$RUN"
+  ensure_model "$RUN/model"
+  OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 -m mcoder \
+    train --loop --model "$RUN/model" --problems "$REPO_DIR/examples/problems/stdin.jsonl" \
+    --run-dir "$RUN/train" --steps 2 -n 2 --train-batch-size 2 --max-tokens 16 --temperature 1.0 \
+    --lora-rank 8 --judge-workers 2 -q
+  exit 0
+fi
+
+[[ -n "$MODEL" && -n "$PROBLEMS" ]] || die "--model and --problems are needed (see --help)"
+launch=(--nproc-per-node "$GPUS")
+if [[ $NODES -gt 1 ]]; then
+  [[ -n "$MASTER" ]] || die "--master HOST:PORT is needed with --nodes > 1"
+  launch+=(--nnodes "$NODES" --node-rank "$NODE_RANK" --rdzv-backend c10d --rdzv-endpoint "$MASTER" --rdzv-id mcoder)
+else
+  launch+=(--standalone)
+fi
+say "torchrun ${launch[*]}: MicroCoder-GRPO, $STEPS steps, LoRA, vLLM rollouts (tp $TP) on rank 0"
+"$PY" -m torch.distributed.run "${launch[@]}" -m mcoder train --loop --algo microcoder-grpo \
+  --model "$MODEL" --problems "$PROBLEMS" --run-dir "$RUN" --steps "$STEPS" \
+  -n 8 --train-batch-size 32 --mini-batch-size 8 --max-tokens 8192 --temperature auto \
+  --lora-rank 64 --lr 1e-5 --dtype bfloat16 --engine vllm --tensor-parallel-size "$TP" \
+  --judge-workers 32 "${EXTRA[@]}"
