@@ -63,3 +63,25 @@ def test_tensor_parallel_size_reaches_vllm(monkeypatch, tiny_model, src, tmp_pat
     res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "vllm", "--tensor-parallel-size", "2")
     assert seen.get("tensor_parallel_size") == 2
     assert res.exit_code == 1  # the fake's own stop, reported as an internal error
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--engine", "hf", "--data-parallel-size", "2"], "needs the vllm engine"),
+        (
+            ["--engine", "vllm", "--data-parallel-size", "2", "--temperature", "auto"],
+            "each replica would choose",
+        ),
+        (["--engine", "vllm", "--data-parallel-size", "0"], "must be >= 1"),
+    ],
+)
+def test_data_parallel_flag_errors(tiny_model, src, tmp_path, extra, words):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", *extra)
+    assert res.exit_code == 2 and words in res.stderr, res.output
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_data_parallel_without_vllm_exits_4(tiny_model, src, tmp_path):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--data-parallel-size", "2")
+    assert res.exit_code == 4 and "vllm" in res.stderr

@@ -54,6 +54,9 @@ def rollout(
     tensor_parallel_size: Annotated[
         int, typer.Option("--tensor-parallel-size", "--tp", help="vllm: GPUs one model copy is split over.")
     ] = 1,
+    data_parallel_size: Annotated[
+        int, typer.Option("--data-parallel-size", "--dp", help="vllm: engine replicas (processes), each on its own GPUs.")
+    ] = 1,
     top_k: Annotated[int, typer.Option("--top-k", help="Top-k filtering (0: off).")] = 0,
     top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass (1.0: off).")] = 1.0,
     policy_version: Annotated[
@@ -75,7 +78,8 @@ def rollout(
         diversity_target=DEFAULT_TARGET if diversity_target is None else diversity_target,
         temperature_candidates=parse_candidates(temperature_candidates) if temperature_candidates else DEFAULT_CANDIDATES,
         probe_problems=probe_problems, diversity_measure=diversity_measure,
-        engine=engine, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size, quiet=quiet,
+        engine=engine, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size,
+        data_parallel_size=data_parallel_size, quiet=quiet,
     )
     summary = run_rollout(cfg)
     if str(out) != "-":

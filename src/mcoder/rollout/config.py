@@ -62,6 +62,8 @@ class RolloutConfig:
     """hf: rows (problem x sample) decoded together; problems handed to the engine per call."""
     tensor_parallel_size: int = 1
     """vllm: GPUs one model copy is split over (vLLM tensor parallelism)."""
+    data_parallel_size: int = 1
+    """vllm: engine replicas, each a process on its own tensor_parallel_size GPUs (problems dealt out)."""
     quiet: bool = False
     """No progress bar or tables."""
 
@@ -83,6 +85,21 @@ class RolloutConfig:
                 "--tensor-parallel-size > 1 needs the vllm engine",
                 hint="pass --engine vllm (the hf engine runs one model copy on one device)",
             )
+        if self.data_parallel_size < 1:
+            raise UsageError(f"--data-parallel-size {self.data_parallel_size} must be >= 1")
+        if self.data_parallel_size > 1:
+            if self.engine == "hf":
+                raise UsageError(
+                    "--data-parallel-size > 1 needs the vllm engine",
+                    hint="pass --engine vllm; for hf, run one `mcoder rollout` per part of the problems",
+                )
+            if self.temperature == "auto":
+                raise UsageError(
+                    "--temperature auto with --data-parallel-size > 1: each replica would choose its own T",
+                    hint="choose T once (a run with --temperature auto, see its summary), then pass it",
+                )
+            if str(self.out) == "-":
+                raise UsageError("--data-parallel-size > 1 writes part files beside --out", hint="pass a path")
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
         if self.temperature_schedule is not None:

@@ -17,7 +17,7 @@ from typing import Any
 from rich.progress import TextColumn
 
 from mcoder import console
-from mcoder.errors import DataError
+from mcoder.errors import DataError, EnvironmentMissing
 from mcoder.jsonl import STDIO, RecordWriter, display_name, read_records
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
@@ -72,6 +72,13 @@ def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
 
     cfg.validate()
     check_model_dir(cfg.model)
+    if cfg.data_parallel_size > 1:  # replicas in processes of their own (rollout/data_parallel.py)
+        from mcoder.rollout.data_parallel import run_data_parallel
+        from mcoder.rollout.engines.factory import VLLM_HINT, vllm_available
+
+        if not vllm_available():
+            raise EnvironmentMissing("--data-parallel-size > 1 needs vllm, which is not installed", hint=VLLM_HINT)
+        return run_data_parallel(cfg)
     problems = load_problems(cfg.problems, cfg.limit)
     tokenizer = load_tokenizer(cfg.model)
     engine = make_engine(

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from mcoder.errors import UsageError
 
-KEEP_ADAPTERS = 2  # the engine may still read the previous folder while the next is written
+KEEP_ADAPTERS = 2
+VLLM_GPU_MEMORY = 0.35  # share of the GPU for vLLM's weights and KV cache beside the trainer (an estimate)  # the engine may still read the previous folder while the next is written
 
 
 def check_engine(engine: str, lora_rank: int) -> None:
@@ -39,7 +40,11 @@ def vllm_engine_for(job, start: str):
     base, adapter = start, None
     if adapter_cfg.exists():
         base, adapter = json.loads(adapter_cfg.read_text())["base_model_name_or_path"], start
-    kwargs = {"max_lora_rank": job.cfg.lora_rank, "seed": job.cfg.seed}
+    # the trainer's dtype: sampling log-probs then match the trainer's π_old (bfloat16 on GPUs)
+    kwargs = {"max_lora_rank": job.cfg.lora_rank, "seed": job.cfg.seed, "dtype": job.cfg.dtype}
+    if _has_cuda():
+        # the trainer shares the GPU (rank 0's, under torchrun): vLLM must not take 90% of it
+        kwargs["gpu_memory_utilization"] = getattr(job, "vllm_gpu_memory", VLLM_GPU_MEMORY)
     if getattr(job, "tensor_parallel_size", 1) > 1:
         kwargs["tensor_parallel_size"] = job.tensor_parallel_size
     return make_engine("vllm", base, adapter, **kwargs)
@@ -78,3 +83,9 @@ def export_weights(trainer, out: Path) -> None:
         if isinstance(trainer, FSDPTrainer):
             trainer._full_weights = None
     barrier()
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
