@@ -120,6 +120,8 @@ class FSDPTrainer(Trainer):
     """``Trainer`` whose policy is sharded over the ranks of torchrun's process group."""
 
     def wrap_policy(self, model):
+        if self.reference is not None and self.reference is not model:
+            shard_model(self.reference)  # π_ref of full fine-tuning: sharded too, forward only
         return shard_model(model)
 
     # -- one mini-batch, this rank's groups
