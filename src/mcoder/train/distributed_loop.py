@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mcoder.console import emit, info
 from mcoder.train import loop as one
-from mcoder.train.distributed import FSDPTrainer, barrier, broadcast, is_main, setup
+from mcoder.train.distributed import FSDPTrainer, barrier, broadcast, is_main, setup, world_size
 from mcoder.train.trainer import read_state
 
 
@@ -44,13 +44,13 @@ def run_loop_distributed(job: one.LoopJob) -> Path:
     trainer = FSDPTrainer(start, cfg)
     sampler = _Sampler(start, trainer) if job.engine == "hf" else _VLLMSampler(job, start, trainer)
     info(
-        f"{_world()} processes | problems {len(problems)} | steps {first_step}..{cfg.steps} | "
+        f"{world_size()} processes | problems {len(problems)} | steps {first_step}..{cfg.steps} | "
         f"{cfg.train_batch_size} problems x G={cfg.n} per step | algo {cfg.algo}"
     )
     if state:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
 
-    sampler.sync()
+    # rank 0's sampling copy starts from the same folder as the policy: no sync before step 1
     schedule = one._temperature(job, run, sampler.engine, trainer.tokenizer, problems) if main else None
     with Judge(JudgeConfig(**job.judge)) if main else nullcontext() as judge:
         for step in range(first_step, cfg.steps + 1):
@@ -72,7 +72,7 @@ def run_loop_distributed(job: one.LoopJob) -> Path:
                     step_dir / "samples.jsonl", "rollout_id", [s.to_row() for s in trainer.last_samples]
                 )
                 metrics.update(batch_diversity(rollouts))
-                metrics.update({"step": step, "processes": _world(), **timing})
+                metrics.update({"step": step, "processes": world_size(), **timing})
                 one._append_metrics(run / "metrics.jsonl", metrics)
                 info(one._progress_line(step, cfg.steps, metrics))
 
@@ -83,12 +83,6 @@ def run_loop_distributed(job: one.LoopJob) -> Path:
     barrier()
     emit(str(ckpt))
     return ckpt
-
-
-def _world() -> int:
-    from mcoder.train.distributed import world_size
-
-    return world_size()
 
 
 def _on_main(fn):
