@@ -19,7 +19,8 @@ One rollout -> judge -> update step with mcoder's stages, then the bench table.
   --max-tokens L   completion limit (default 1024)
   --limit N        problems used (default: all)
   --smoke          CI size: 4 problems, G=2, 32 tokens (well under a minute on the tiny model)
-Writes RUN/problems.jsonl, rollouts.jsonl, verdicts.jsonl, checkpoint/, bench.md, bench.json.
+Writes RUN/problems.jsonl, rollouts.jsonl, verdicts.jsonl, checkpoint/, train_metrics.json,
+bench.md, bench.json.
 Calls \$MCODER (default: mcoder on PATH).
 USAGE
 }
@@ -57,8 +58,10 @@ say "3/5 judge"
   --out "$RUN/verdicts.jsonl" --overwrite -q
 
 say "4/5 train ($ALGO)"
-"${MC[@]}" train --model "$MODEL" --rollouts "$RUN/rollouts.jsonl" --verdicts "$RUN/verdicts.jsonl" \
-  --out "$RUN/checkpoint" --algo "$ALGO" --overwrite -q "${EXTRA[@]}" >"$RUN/train_metrics.json"
+# stdout: the update's metrics as one JSON line, then the checkpoint path
+TRAIN_OUT="$("${MC[@]}" train --model "$MODEL" --rollouts "$RUN/rollouts.jsonl" --verdicts "$RUN/verdicts.jsonl" \
+  --out "$RUN/checkpoint" --algo "$ALGO" --overwrite -q "${EXTRA[@]}")"
+printf '%s\n' "${TRAIN_OUT%%$'\n'*}" >"$RUN/train_metrics.json"
 
 say "5/5 bench"
 "${MC[@]}" bench --problems "$RUN/problems.jsonl" --verdicts "$RUN/verdicts.jsonl" \
