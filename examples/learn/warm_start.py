@@ -1,6 +1,6 @@
 """Build a tiny model for the problem family and warm-start it with a short supervised pass.
 
-    python examples/learn/warm_start.py --problems train.jsonl --out WARM_DIR [--steps 60] [--seed 0]
+    python examples/learn/warm_start.py --problems train.jsonl --out WARM_DIR [--steps 500] [--seed 0]
 
 RL needs a policy that sometimes succeeds: a random-weight model never writes a program that
 passes, so every group's rewards are equal and GRPO has no signal. This step teaches the format
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", required=True, help="problems JSONL with reference_solutions")
     parser.add_argument("--out", required=True, help="folder for the warm-started model")
-    parser.add_argument("--steps", type=int, default=60, help="optimizer steps")
+    parser.add_argument("--steps", type=int, default=500, help="optimizer steps")
     parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
     parser.add_argument("--layers", type=int, default=2, help="transformer layers of the tiny model")
