@@ -46,7 +46,7 @@ def sh(cmd: list[str], log: Path) -> str:
     """Run one stage; its stderr goes to the log (the bench tables land there too), stdout is returned."""
     print("  $ " + " ".join(map(str, cmd)), file=sys.stderr, flush=True)
     with open(log, "a") as err:
-        done = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=err, text=True)
+        done = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=err, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(map(str, cmd))}; see {log}")
     return done.stdout
@@ -57,15 +57,55 @@ def evaluate(model: Path, out: Path, args, seed: int, log: Path, baseline: Path 
     out.mkdir(parents=True, exist_ok=True)
     heldout = args.heldout
     sh(
-        mcoder() + ["rollout", "-p", heldout, "-m", model, "-o", out / "rollouts.jsonl", "--n", args.eval_n,
-                    "--max-tokens", args.max_tokens, "-t", args.eval_temperature, "--seed", 1000 + seed,
-                    "--overwrite", "-q"],
+        mcoder()
+        + [
+            "rollout",
+            "-p",
+            heldout,
+            "-m",
+            model,
+            "-o",
+            out / "rollouts.jsonl",
+            "--n",
+            args.eval_n,
+            "--max-tokens",
+            args.max_tokens,
+            "-t",
+            args.eval_temperature,
+            "--seed",
+            1000 + seed,
+            "--overwrite",
+            "-q",
+        ],
         log,
     )
-    sh(mcoder() + ["judge", "-p", heldout, "-r", out / "rollouts.jsonl", "-o", out / "verdicts.jsonl",
-                   "--overwrite", "-q"], log)
-    bench = mcoder() + ["bench", "-p", heldout, "--verdicts", out / "verdicts.jsonl",
-                        "--markdown", out / "bench.md", "--json", out / "bench.json", "-q"]
+    sh(
+        mcoder()
+        + [
+            "judge",
+            "-p",
+            heldout,
+            "-r",
+            out / "rollouts.jsonl",
+            "-o",
+            out / "verdicts.jsonl",
+            "--overwrite",
+            "-q",
+        ],
+        log,
+    )
+    bench = mcoder() + [
+        "bench",
+        "-p",
+        heldout,
+        "--verdicts",
+        out / "verdicts.jsonl",
+        "--markdown",
+        out / "bench.md",
+        "--json",
+        out / "bench.json",
+        "-q",
+    ]
     if baseline is not None:
         bench += ["--baseline", baseline]
     sh(bench, log)
@@ -83,10 +123,35 @@ def pass_at_1(verdicts: Path) -> float:
 
 def train(algo: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
     cmd = mcoder() + [
-        "train", "--loop", "--model", warm, "--problems", args.train, "--run-dir", run, "--algo", algo,
-        "--steps", args.steps, "--n", args.n, "--train-batch-size", args.batch, "--mini-batch-size",
-        args.mini_batch, "--micro-batch-size", args.micro_batch, "--max-tokens", args.max_tokens,
-        "--lr", args.lr, "--seed", seed, "--save-every", args.steps, "-q",
+        "train",
+        "--loop",
+        "--model",
+        warm,
+        "--problems",
+        args.train,
+        "--run-dir",
+        run,
+        "--algo",
+        algo,
+        "--steps",
+        args.steps,
+        "--n",
+        args.n,
+        "--train-batch-size",
+        args.batch,
+        "--mini-batch-size",
+        args.mini_batch,
+        "--micro-batch-size",
+        args.micro_batch,
+        "--max-tokens",
+        args.max_tokens,
+        "--lr",
+        args.lr,
+        "--seed",
+        seed,
+        "--save-every",
+        args.steps,
+        "-q",
     ]
     if args.temperature:
         cmd += ["--temperature", args.temperature]
@@ -101,19 +166,38 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
     t0 = time.perf_counter()
     warm = root / "warm"
     if not (warm / "config.json").exists():
-        sh([sys.executable, LEARN / "warm_start.py", "--problems", args.train, "--out", warm,
-            "--steps", args.sft_steps, "--seed", seed, "--layers", args.layers], log)
+        sh(
+            [
+                sys.executable,
+                LEARN / "warm_start.py",
+                "--problems",
+                args.train,
+                "--out",
+                warm,
+                "--steps",
+                args.sft_steps,
+                "--seed",
+                seed,
+                "--layers",
+                args.layers,
+            ],
+            log,
+        )
     warm_min = (time.perf_counter() - t0) / 60
     before = evaluate(warm, root / "eval-warm", args, seed, log)
-    print(f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}% ({warm_min:.1f} min)", file=sys.stderr)
+    print(
+        f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}% ({warm_min:.1f} min)", file=sys.stderr
+    )
     for algo in args.algos:
         t1 = time.perf_counter()
-        run = root / f"run-{algo}"
+        run = root / f"run-{algo}-s{seed}"  # the folder name labels the run in the shared figures
         if run.exists():
             shutil.rmtree(run)  # a fresh run each time: the loop would resume an old one
         ckpt = train(algo, warm, run, args, seed, log)
         train_min = (time.perf_counter() - t1) / 60
-        after = evaluate(ckpt, root / f"eval-{algo}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl")
+        after = evaluate(
+            ckpt, root / f"eval-{algo}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
+        )
         row = {
             "algo": algo,
             "seed": seed,
@@ -144,16 +228,24 @@ def summary_lines(rows: list[dict]) -> list[str]:
     for algo in dict.fromkeys(r["algo"] for r in rows):
         d = [r["delta"] for r in rows if r["algo"] == algo]
         spread = statistics.stdev(d) if len(d) > 1 else 0.0
-        out.append(f"{algo}: delta mean {statistics.fmean(d):+.1f} points, std {spread:.1f}, "
-                   f"min {min(d):+.1f}, max {max(d):+.1f} over {len(d)} seed(s)")
+        out.append(
+            f"{algo}: delta mean {statistics.fmean(d):+.1f} points, std {spread:.1f}, "
+            f"min {min(d):+.1f}, max {max(d):+.1f} over {len(d)} seed(s)"
+        )
     return out
 
 
 def save(args, rows: list[dict]) -> None:
     (args.out / "results.json").write_text(json.dumps({"config": config_dict(args), "rows": rows}, indent=2))
-    md = ["| algo | seed | warm pass@1 % | final pass@1 % | delta | train minutes |", "|---|---|---|---|---|---|"]
-    md += [f"| {r['algo']} | {r['seed']} | {r['warm_pass1']:.1f} | {r['final_pass1']:.1f} | "
-           f"{r['delta']:+.1f} | {r['minutes']:.1f} |" for r in rows]
+    md = [
+        "| algo | seed | warm pass@1 % | final pass@1 % | delta | train minutes |",
+        "|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {r['algo']} | {r['seed']} | {r['warm_pass1']:.1f} | {r['final_pass1']:.1f} | "
+        f"{r['delta']:+.1f} | {r['minutes']:.1f} |"
+        for r in rows
+    ]
     (args.out / "results.md").write_text("\n".join(md + [""] + summary_lines(rows)) + "\n")
 
 
@@ -214,8 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(r))
     for line in summary_lines(rows):
         print(line)
-    print(f"wrote {args.out / 'results.md'}, {args.out / 'results.json'}, {args.out / 'plots'}, "
-          f"{args.out}/seed*/eval-*/bench.md")
+    print(
+        f"wrote {args.out / 'results.md'}, {args.out / 'results.json'}, {args.out / 'plots'}, "
+        f"{args.out}/seed*/eval-*/bench.md"
+    )
     return 0
 
 

@@ -67,7 +67,9 @@ def build_tokenizer(problems, vocab: int):
         turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in build_messages(p))
         return turns + "<|im_start|>assistant\n"
 
-    texts = testing._corpus() + [render(p) + f"```python\n{c}```" for p in problems for c in p.reference_solutions]
+    texts = testing._corpus() + [
+        render(p) + f"```python\n{c}```" for p in problems for c in p.reference_solutions
+    ]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -87,7 +89,9 @@ def build_tokenizer(problems, vocab: int):
     return fast
 
 
-def warm_start(problems_path: str, out: str, *, steps: int, batch: int, lr: float, seed: int, layers: int) -> Path:
+def warm_start(
+    problems_path: str, out: str, *, steps: int, batch: int, lr: float, seed: int, layers: int
+) -> Path:
     import torch
 
     from mcoder.jsonl import read_records
@@ -112,7 +116,10 @@ def warm_start(problems_path: str, out: str, *, steps: int, batch: int, lr: floa
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if step == 1 or step % 10 == 0 or step == steps:
-            print(f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+            print(
+                f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s",
+                file=sys.stderr,
+            )
     Path(out).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
