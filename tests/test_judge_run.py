@@ -265,3 +265,33 @@ def test_a_worker_killed_from_outside_is_restarted_and_the_job_rerun():
         assert old.poll() is not None and j.pool.workers[0].proc is not old
         assert v.status == "accepted", v.first_failure
         assert judge_one(j, STDIN, "print(3 * int(input()))").status == "wrong_answer"
+
+
+@pytest.mark.parametrize(
+    ("fn_name", "args", "expected"),
+    [("add", "2\n3", "5"), ("max", "[1, 9, 4]", "9"), ("gcd", "12\n18", "6")],
+)
+def test_a_prelude_name_never_stands_in_for_the_programs_function(judge, fn_name, args, expected):
+    """operator.add, builtins.max and math.gcd are in the LeetCode namespace; a program that
+    defines nothing must not pass a problem whose function happens to share their name."""
+    problem = Problem(
+        id=f"p-{fn_name}", source="t", question="", fn_name=fn_name, tests=[Test(args, expected, "call")]
+    )
+    v = judge_one(judge, problem, 'print("nothing here")')
+    assert not v.passed and v.status == "runtime_error"
+    assert "defines no function" in (v.first_failure or {}).get("stderr", "") + str(v.first_failure)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def add(a, b):\n    return a + b",
+        "from operator import add",
+        "add = lambda a, b: a + b",
+        "def _make():\n    global add\n    def add(a, b):\n        return a + b\n_make()",
+        "class Solution:\n    def add(self, a, b):\n        return a + b",
+    ],
+)
+def test_every_way_a_program_binds_its_function_is_accepted(judge, code):
+    problem = Problem(id="p-add", source="t", question="", fn_name="add", tests=[Test("2\n3", "5", "call")])
+    assert judge_one(judge, problem, code).passed

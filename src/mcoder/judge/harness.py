@@ -12,6 +12,7 @@ travels as its ``repr`` for the judge to rebuild with ``ast.literal_eval``.
 
 from __future__ import annotations
 
+import dis
 import io
 import json
 import os
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 from mcoder.judge import sandbox
 
@@ -203,12 +205,27 @@ def load_module(code, prelude: dict) -> dict:
     return ns
 
 
-def resolve(ns: dict, fn_name: str | None):
-    """The function under test: LeetCode's ``Solution().fn_name``, else a plain function."""
-    sol = ns.get("Solution")
+def defined_names(code) -> set[str]:
+    """Names the program itself binds in its module: ``def``, ``class``, assignment and import at
+    top level, or ``global`` stores from inside a function; read from the bytecode, not the
+    namespace, because the namespace also holds the LeetCode prelude's names."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname == "STORE_NAME"}
+    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    while nested:
+        c = nested.pop()
+        names.update(ins.argval for ins in dis.get_instructions(c) if ins.opname == "STORE_GLOBAL")
+        nested.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+def resolve(ns: dict, fn_name: str | None, defined: set[str]):
+    """The function under test: LeetCode's ``Solution().fn_name``, else a plain function. Either
+    must be the program's own: a prelude name such as ``operator.add`` never stands in for it
+    (else ``print()`` alone would pass a problem whose function is called ``add``)."""
+    sol = ns.get("Solution") if "Solution" in defined else None
     if fn_name and isinstance(sol, type) and hasattr(sol, fn_name):
         return getattr(sol(), fn_name)
-    if fn_name and callable(ns.get(fn_name)):
+    if fn_name and fn_name in defined and callable(ns.get(fn_name)):
         return ns[fn_name]
     raise NameError(f"the program defines no function {fn_name!r} (nor a Solution method of that name)")
 
@@ -222,10 +239,11 @@ def run_tests(code, prelude: dict, kind: str, tests: list, fn_name: str | None, 
         except BaseException as e:
             report(i=0, **_describe(e))
             os._exit(0)
+        defined = defined_names(code)
         for i, test in enumerate(tests):
             t0 = time.perf_counter()
             try:
-                fields = _one_test(ns, kind, test, fn_name, max_value_chars)
+                fields = _one_test(ns, kind, test, fn_name, defined, max_value_chars)
                 if errors.first is not None:
                     fields = _describe(errors.first)
             except BaseException as e:
@@ -237,9 +255,11 @@ def run_tests(code, prelude: dict, kind: str, tests: list, fn_name: str | None, 
     os._exit(0)
 
 
-def _one_test(ns: dict, kind: str, test, fn_name: str | None, max_value_chars: int) -> dict:
+def _one_test(
+    ns: dict, kind: str, test, fn_name: str | None, defined: set[str], max_value_chars: int
+) -> dict:
     if kind == "call":
-        value = resolve(ns, fn_name)(*test)
+        value = resolve(ns, fn_name, defined)(*test)
         text = repr(value)
         if len(text) > max_value_chars:
             return {"ok": False, "exc": "OutputLimit", "mem": False}
@@ -248,5 +268,5 @@ def _one_test(ns: dict, kind: str, test, fn_name: str | None, max_value_chars: i
     scope = dict(ns)
     exec(source, scope)
     if not calls_check:
-        scope["check"](resolve(ns, fn_name))
+        scope["check"](resolve(ns, fn_name, defined))
     return {"ok": True}
