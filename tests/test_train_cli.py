@@ -267,3 +267,18 @@ def test_loop_dapo_resamples_when_no_group_has_signal(tiny_model, tmp_path):
     assert "updates" not in m  # nothing to learn from: no optimizer step
     rollouts = (run / "step_0001" / "rollouts.jsonl").read_bytes().splitlines()
     assert len(rollouts) == m["samples"]
+
+
+def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model, tmp_path):
+    """A target of 0 is reached by the coolest candidate, so the choice shows the flag arrived."""
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]
+    cmd[cmd.index("--steps") + 1] = "1"
+    cmd[cmd.index("--temperature") + 1] = "auto"
+    cmd += ["--diversity-target", "0", "--probe-problems", "2"]
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0, r.output
+    record = json.loads((run / "temperature.json").read_text())
+    assert record["target"] == 0.0
+    assert record["temperature"] == min(t for t, _ in record["table"])

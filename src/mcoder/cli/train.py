@@ -99,6 +99,13 @@ def train(
         bool, Opt("--unsafe-no-sandbox", help="Loop: judge without isolation (only inside outer isolation).")
     ] = False,
     judge_workers: Annotated[int, Opt("--judge-workers", help="Loop: judge workers (0: one per core).")] = 0,
+    diversity_target: Annotated[
+        float | None,
+        Opt("--diversity-target", help="Loop, --temperature auto: the diversity T must reach (default 0.5)."),
+    ] = None,
+    probe_problems: Annotated[
+        int, Opt("--probe-problems", help="Loop, --temperature auto: problems sampled to measure D(T).")
+    ] = 8,
     engine: Annotated[
         str, Opt("--engine", help="Loop: rollout engine, hf (the live policy) or vllm (needs --lora-rank).")
     ] = "hf",
@@ -159,6 +166,8 @@ def train(
                 judge=judge,
                 engine=engine,
                 tensor_parallel_size=tensor_parallel_size,
+                diversity_target=diversity_target,
+                probe_problems=probe_problems,
             )
         )
         return
