@@ -38,13 +38,7 @@ def root(
 
 
 for _name in SUBCOMMANDS:
-    try:
-        _module = importlib.import_module(f"mcoder.cli.{_name}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"mcoder.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"mcoder.cli.{_name}").register(app)
 
 
 def main() -> None:
