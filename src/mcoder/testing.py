@@ -48,7 +48,6 @@ def _corpus() -> list[str]:
     """Deterministic training text: Python sources of a few stdlib modules and the bundled problems."""
     import collections
     import heapq
-    import itertools  # noqa: F401  (C module: no source)
     import json as json_mod
     import textwrap
 
