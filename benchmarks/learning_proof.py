@@ -27,12 +27,15 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARN = ROOT / "examples" / "learn"
 ALGOS = ("microcoder-grpo", "grpo")
+_SAVE = threading.Lock()  # seeds run in threads (each waits on its subprocesses); one writer at a time
 
 
 def mcoder() -> list[str]:
@@ -153,7 +156,7 @@ def train(algo: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
         args.steps,
         "-q",
     ]
-    if args.temperature:
+    if args.temperature != "preset":
         cmd += ["--temperature", args.temperature]
     sh(cmd, log)
     return run / "checkpoint"
@@ -184,11 +187,18 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
             log,
         )
     warm_min = (time.perf_counter() - t0) / 60
-    before = evaluate(warm, root / "eval-warm", args, seed, log)
+    done = root / "eval-warm" / "bench.json"  # written last: its presence means a whole evaluation
+    if done.exists():
+        before = pass_at_1(root / "eval-warm" / "verdicts.jsonl")
+    else:
+        before = evaluate(warm, root / "eval-warm", args, seed, log)
     print(
         f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}% ({warm_min:.1f} min)", file=sys.stderr
     )
     for algo in args.algos:
+        if any(r["algo"] == algo and r["seed"] == seed for r in rows):
+            print(f"seed {seed}: {algo} already measured (results.json), skipped", file=sys.stderr)
+            continue
         t1 = time.perf_counter()
         run = root / f"run-{algo}-s{seed}"  # the folder name labels the run in the shared figures
         if run.exists():
@@ -208,9 +218,10 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
             "warm_start_minutes": warm_min,
             "eval_minutes": (time.perf_counter() - t1) / 60 - train_min,
         }
-        rows.append(row)
+        with _SAVE:
+            rows.append(row)
+            save(args, rows)
         print(format_row(row), file=sys.stderr, flush=True)
-        save(args, rows)
 
 
 HEADER = f"{'algo':<16} {'seed':>4} {'warm pass@1':>11} {'final pass@1':>12} {'delta':>7} {'minutes':>7}"
@@ -249,6 +260,25 @@ def save(args, rows: list[dict]) -> None:
     (args.out / "results.md").write_text("\n".join(md + [""] + summary_lines(rows)) + "\n")
 
 
+def load_rows(args) -> list[dict]:
+    """Rows of an earlier, interrupted run into the same --out with the same settings: a rerun
+    measures only what is missing. Different settings start over (the old results are kept aside)."""
+    path = args.out / "results.json"
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    same = {k: v for k, v in old.get("config", {}).items() if k not in RUN_ONLY}
+    if same != {k: v for k, v in config_dict(args).items() if k not in RUN_ONLY}:
+        path.rename(path.with_suffix(".json.old"))
+        print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
+        return []
+    return list(old.get("rows", []))
+
+
+# Settings that choose what to run, not how: a rerun may change them and keep earlier rows.
+RUN_ONLY = {"seeds", "algos", "jobs", "out"}
+
+
 def config_dict(args) -> dict:
     return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
 
@@ -278,16 +308,22 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--micro-batch", type=int, default=16, help="sequences per forward/backward")
     p.add_argument("--lr", type=float, default=3e-4, help="RL learning rate (full fine-tuning)")
     p.add_argument("--max-tokens", type=int, default=64)
-    p.add_argument("--temperature", default=None, help="override the presets' sampling temperature")
+    p.add_argument(
+        "--temperature",
+        default="1.0",
+        help="sampling temperature of both algorithms ('preset' keeps each preset's own; "
+        "MicroCoder-GRPO's is 'auto')",
+    )
     p.add_argument("--eval-n", type=int, default=8, help="held-out samples per problem")
     p.add_argument("--eval-temperature", type=float, default=1.0)
+    p.add_argument("--jobs", type=int, default=1, help="seeds run side by side (2 on a 2-core CPU)")
     p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing, proves nothing")
     args = p.parse_args(argv)
     args.seeds = [int(s) for s in args.seeds.split(",")]
     args.algos = args.algos.split(",")
     if args.smoke:
         args.sft_steps, args.steps, args.n, args.batch, args.mini_batch, args.eval_n = 2, 1, 2, 2, 2, 1
-        args.max_tokens, args.temperature = 16, args.temperature or "1.0"
+        args.max_tokens = 16
     return args
 
 
@@ -297,9 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     # the tiny model's forward/backward ~8x slower than one (thread contention), measured here.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
-    for seed in args.seeds:
-        one_seed(seed, args, rows)
+    rows = load_rows(args)
+    # Each seed is a chain of subprocesses; --jobs seeds run side by side (threads only wait).
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for f in [pool.submit(one_seed, seed, args, rows) for seed in args.seeds]:
+            f.result()
+    rows.sort(key=lambda r: (args.algos.index(r["algo"]) if r["algo"] in args.algos else 99, r["seed"]))
     plots(args)
     print(HEADER)
     for r in rows:

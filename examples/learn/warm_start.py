@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -120,10 +121,16 @@ def warm_start(
                 f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s",
                 file=sys.stderr,
             )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return Path(out)
+    # Written beside, then moved into place: a folder at `out` is always a whole model, so a
+    # caller may take its presence as "done" after an interrupted run.
+    out = Path(out)
+    part = out.with_name(out.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)
+    model.save_pretrained(part)
+    tokenizer.save_pretrained(part)
+    shutil.rmtree(out, ignore_errors=True)
+    part.rename(out)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
