@@ -172,3 +172,27 @@ def test_ci_judge_exit_codes(tmp_path):
     bad = run_recipe("ci_judge.sh", *args, "--out", "now", cwd=tmp_path)
     assert bad.returncode == 1
     assert "REGRESSION mc-stdin-002: wrong_answer" in bad.stdout
+
+
+@pytest.mark.slow
+def test_learning_proof_smoke_writes_its_table_and_resumes(tmp_path):
+    """benchmarks/learning_proof.py end to end at its plumbing size, then rerun: the rerun finds
+    every (algo, seed) in results.json and measures nothing again."""
+    out = tmp_path / "learn"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "learning_proof.py"), "--out", str(out), "--smoke"]
+    cmd += ["--seeds", "0", "--algos", "microcoder-grpo"]
+    env = {**os.environ, "MCODER": mcoder_cmd()}
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["algo"], r["seed"]) for r in rows] == [("microcoder-grpo", 0)]
+    assert 0.0 <= rows[0]["final_pass1"] <= 100.0
+    assert "| microcoder-grpo | 0 |" in (out / "results.md").read_text()
+    bench = json.loads((out / "seed0" / "eval-microcoder-grpo" / "bench.json").read_text())
+    assert bench["baseline"] and bench["cells"]  # the per-run bench table, the warm start as baseline
+    assert sorted((out / "plots").glob("*.png"))
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "already measured" in again.stderr
+    assert " train " not in again.stderr  # no `mcoder train` call the second time
+    assert json.loads((out / "results.json").read_text())["rows"] == rows
