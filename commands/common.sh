@@ -66,6 +66,8 @@ run_loop() {
   say "dataset build $source -> $run/problems.jsonl"
   "${MC[@]}" dataset build "$source" --out "$run/problems.jsonl" --overwrite -q
   local tflag=(); [[ -n "$temp" ]] && tflag=(--temperature "$temp")
+  # With the preset's 'auto' temperature, FULL_STAGE steps per temperature stage (re-measured after each).
+  [[ -z "$temp" && -n "${FULL_STAGE:-}" ]] && tflag=(--temperature-stage-steps "$FULL_STAGE")
   say "train --loop --algo $algo: $steps steps x $batch problems x G=$n, L_max $maxtok"
   # Rerun with the same flags continues after the last checkpoint (--loop resumes its run folder).
   "${MC[@]}" train --loop --algo "$algo" --model "$model" --problems "$run/problems.jsonl" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # MicroCoder-GRPO as an `mcoder train --loop` run: clip-higher (ε 0.2, ε_high 0.28), no KL,
 # token-level loss, conditional truncation masking (ρ = 0.1, repetition window m = 128), and the
-# sampling temperature chosen once from measured output diversity (`--temperature auto`; pass
-# `--temperature 'T@STEP,...'` for staged changes). The `microcoder-grpo` preset of
+# sampling temperature chosen from measured output diversity (`--temperature auto`), measured
+# again every 100 steps at full size (`--temperature-stage-steps`: T changes only between stages;
+# pass `--temperature 'T@STEP,...'` for a fixed schedule). The `microcoder-grpo` preset of
 # src/mcoder/train/config.py; any knob can be overridden after `--`.
 #
 # Sizes. The paper reports its gains over runs of about 300 training steps (its abstract) on
@@ -12,5 +13,5 @@
 # --smoke: 2 steps, 2 problems x G = 2, L_max 24, T fixed at 1.0 on the tiny model (CI, under a minute).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-FULL_STEPS=300 FULL_N=8 FULL_BATCH=32 FULL_MINI=8 FULL_MAXTOK=8192 FULL_LR=1e-6
+FULL_STEPS=300 FULL_N=8 FULL_BATCH=32 FULL_MINI=8 FULL_MAXTOK=8192 FULL_LR=1e-6 FULL_STAGE=100
 run_loop microcoder-grpo "$@"

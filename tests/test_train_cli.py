@@ -282,3 +282,39 @@ def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model,
     record = json.loads((run / "temperature.json").read_text())
     assert record["target"] == 0.0
     assert record["temperature"] == min(t for t, _ in record["table"])
+
+
+def test_loop_auto_temperature_is_measured_again_at_each_stage_and_kept_on_resume(tiny_model, tmp_path):
+    """--temperature-stage-steps 2: stages begin at steps 1 and 3 (T holds in between); a run
+    stopped after step 2 and resumed to step 3 keeps stage 1 and measures stage 3 afresh."""
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]
+    cmd[cmd.index("--steps") + 1] = "2"
+    cmd[cmd.index("--temperature") + 1] = "auto"
+    cmd += ["--diversity-target", "9", "--probe-problems", "2", "--temperature-stage-steps", "2"]
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0, r.output
+    record = json.loads((run / "temperature.json").read_text())
+    assert [s["from_step"] for s in record["stages"]] == [1]
+    first = record["stages"][0]
+    cmd[cmd.index("--steps") + 1] = "3"
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0, r.output
+    record = json.loads((run / "temperature.json").read_text())
+    assert [s["from_step"] for s in record["stages"]] == [1, 3]
+    assert record["stages"][0] == first  # resumed: the checkpointed stage is not measured again
+    # an unreachable target picks the hottest candidate, each time from a fresh measurement
+    assert all(s["temperature"] == max(t for t, _ in s["table"]) for s in record["stages"])
+    assert record["stages"][1]["table"] != first["table"]  # measured again, from the trained policy
+    temps = [orjson.loads(x)["temperature"] for x in (run / "metrics.jsonl").read_bytes().splitlines()]
+    assert temps == [first["temperature"]] * 2 + [record["stages"][1]["temperature"]]
+
+
+def test_loop_rejects_a_negative_stage_length(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]
+    cmd[cmd.index("--temperature") + 1] = "auto"
+    cmd += ["--temperature-stage-steps", "-1"]
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 2 and "--temperature-stage-steps" in r.output

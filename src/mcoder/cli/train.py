@@ -106,6 +106,14 @@ def train(
     probe_problems: Annotated[
         int, Opt("--probe-problems", help="Loop, --temperature auto: problems sampled to measure D(T).")
     ] = 8,
+    temperature_stage_steps: Annotated[
+        int,
+        Opt(
+            "--temperature-stage-steps",
+            help="Loop, --temperature auto: measure diversity again every K steps and re-pick T "
+            "(a new stage; 0: once, before step 1).",
+        ),
+    ] = 0,
     engine: Annotated[
         str, Opt("--engine", help="Loop: rollout engine, hf (the live policy) or vllm (needs --lora-rank).")
     ] = "hf",
@@ -168,6 +176,7 @@ def train(
                 tensor_parallel_size=tensor_parallel_size,
                 diversity_target=diversity_target,
                 probe_problems=probe_problems,
+                temperature_stage_steps=temperature_stage_steps,
             )
         )
         return

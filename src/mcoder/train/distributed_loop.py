@@ -51,7 +51,7 @@ def run_loop_distributed(job: one.LoopJob) -> Path:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
 
     # rank 0's sampling copy starts from the same folder as the policy: no sync before step 1
-    schedule = one._temperature(job, run, sampler.engine, trainer.tokenizer, problems) if main else None
+    schedule = one._temperature(job, run, sampler.engine, trainer.tokenizer, problems, first_step) if main else None
     with Judge(JudgeConfig(**job.judge)) if main else nullcontext() as judge:
         for step in range(first_step, cfg.steps + 1):
             # 1-2. rollout and judge, on rank 0, from the policy as it is now

@@ -4,7 +4,7 @@ Reads top to bottom in the order things happen. Every step leaves the files the 
 commands would have written, so any step can be replayed or inspected alone:
 
     RUN/train_config.json            the resolved configuration
-    RUN/temperature.json             the sampling temperature (and the diversity table when auto)
+    RUN/temperature.json             the sampling temperature (with auto: each stage's diversity table)
     RUN/step_NNNN/rollouts.jsonl     what the policy sampled at step N
     RUN/step_NNNN/verdicts.jsonl     what the judge said
     RUN/step_NNNN/samples.jsonl      reward, advantage and truncation-mask decision per sample
@@ -52,6 +52,8 @@ class LoopJob:
     """With temperature auto: the diversity the chosen T must reach (None: the rollout stage's default)."""
     probe_problems: int = 8
     """With temperature auto: problems sampled at each candidate temperature."""
+    temperature_stage_steps: int = 0
+    """With temperature auto: measure diversity again every K steps, a new stage (0: once, before step 1)."""
     engine: str = "hf"
     """Rollout engine: hf (the live policy) or vllm (LoRA adapter handed over each step)."""
     tensor_parallel_size: int = 1
@@ -104,8 +106,8 @@ def run_loop(job: LoopJob) -> Path:
     if state:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
 
-    # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity once
-    schedule = _temperature(job, run, engine, tokenizer, problems)
+    # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in stages
+    schedule = _temperature(job, run, engine, tokenizer, problems, first_step)
 
     with Judge(JudgeConfig(**job.judge)) as judge:
         for step in range(first_step, cfg.steps + 1):
@@ -203,34 +205,17 @@ def _trim_metrics(path: Path, last_step: int) -> None:
     path.write_bytes(b"".join(keep))
 
 
-def _temperature(job: LoopJob, run: Path, engine, tokenizer, problems: list[Problem]):
-    """step -> T. 'auto' measures diversity at the candidate temperatures once (recorded in
-    RUN/temperature.json, reused on resume); 'T@STEP,...' is a staged schedule; else a number."""
-    from mcoder.rollout.temperature import DEFAULT_TARGET, TemperatureSchedule, select_temperature
+def _temperature(job: LoopJob, run: Path, engine, tokenizer, problems: list[Problem], first_step: int = 1):
+    """step -> T. 'auto': chosen by measured diversity before training and, with
+    ``temperature_stage_steps`` K > 0, measured again every K steps from the policy as it is then
+    (RUN/temperature.json keeps every stage, reused on resume); 'T@STEP,...' is a staged schedule;
+    else a number."""
+    from mcoder.rollout.temperature import TemperatureSchedule
 
     spec = job.cfg.sampling_temperature
     record = run / "temperature.json"
     if spec == "auto":
-        if record.exists():
-            chosen = json.loads(record.read_text())["temperature"]
-        else:
-            probe = random.Random(job.cfg.seed).sample(problems, min(job.probe_problems, len(problems)))
-            target = DEFAULT_TARGET if job.diversity_target is None else job.diversity_target
-            chosen, table = select_temperature(
-                engine,
-                tokenizer,
-                probe,
-                target=target,
-                n=max(job.cfg.n, 2),
-                max_tokens=job.max_tokens,
-                seed=job.cfg.seed,
-            )
-            record.write_text(json.dumps({"temperature": chosen, "target": target, "table": table}, indent=2))
-            info(
-                f"temperature {chosen} chosen by diversity (target {target}): "
-                + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
-            )
-        return lambda step: chosen
+        return _DiversityStages(job, record, engine, tokenizer, problems, first_step)
     if "@" in spec:
         sched = TemperatureSchedule.parse(spec)
         return lambda step: sched.at(step - 1)
@@ -242,6 +227,74 @@ def _temperature(job: LoopJob, run: Path, engine, tokenizer, problems: list[Prob
         ) from None
     record.write_text(json.dumps({"temperature": T}))
     return lambda step: T
+
+
+class _DiversityStages:
+    """The diversity-determined temperature, changed only in stages.
+
+    A stage starts at step 1 and, when ``job.temperature_stage_steps`` is K > 0, at steps 1 + K,
+    1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
+    that moment and the smallest T whose diversity reaches the target holds until the next stage.
+    Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
+    ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at
+    or before its first step (their policy was checkpointed) and measures the later ones again.
+    """
+
+    def __init__(self, job: LoopJob, record: Path, engine, tokenizer, problems: list[Problem], first_step: int):
+        from mcoder.rollout.temperature import DEFAULT_TARGET
+
+        self.job, self.record, self.engine, self.tokenizer = job, record, engine, tokenizer
+        if job.temperature_stage_steps < 0:
+            raise UsageError(
+                f"bad --temperature-stage-steps {job.temperature_stage_steps}",
+                hint="0 (choose T once) or a number of steps per stage",
+            )
+        self.every = job.temperature_stage_steps
+        self.target = DEFAULT_TARGET if job.diversity_target is None else job.diversity_target
+        self.probe = random.Random(job.cfg.seed).sample(problems, min(job.probe_problems, len(problems)))
+        self.stages: list[dict] = []
+        if record.exists():
+            old = json.loads(record.read_text())
+            stages = old.get("stages") or (  # a record written before stages existed: one stage
+                [{"from_step": 1, "temperature": old["temperature"], "table": old.get("table", [])}]
+                if "temperature" in old and "table" in old
+                else []
+            )
+            self.stages = [s for s in stages if s["from_step"] <= first_step]
+
+    def boundary(self, step: int) -> bool:
+        return step == 1 or (self.every > 0 and (step - 1) % self.every == 0)
+
+    def __call__(self, step: int) -> float:
+        if not any(s["from_step"] == step for s in self.stages) and (
+            self.boundary(step) or not any(s["from_step"] <= step for s in self.stages)
+        ):
+            self._measure(step)
+        return max((s for s in self.stages if s["from_step"] <= step), key=lambda s: s["from_step"])["temperature"]
+
+    def _measure(self, step: int) -> None:
+        from mcoder.rollout.temperature import select_temperature
+
+        job = self.job
+        chosen, table = select_temperature(
+            self.engine,
+            self.tokenizer,
+            self.probe,
+            target=self.target,
+            n=max(job.cfg.n, 2),
+            max_tokens=job.max_tokens,
+            seed=job.cfg.seed + step,
+        )
+        self.stages = [s for s in self.stages if s["from_step"] < step]
+        self.stages.append({"from_step": step, "temperature": chosen, "table": table})
+        latest = {"temperature": chosen, "target": self.target, "table": table}
+        tmp = self.record.with_name(self.record.name + ".part")
+        tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
+        tmp.replace(self.record)
+        info(
+            f"step {step}: temperature {chosen} chosen by diversity (target {self.target}): "
+            + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
+        )
 
 
 def _dynamic_sampling(
