@@ -183,6 +183,10 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
                 seed,
                 "--layers",
                 args.layers,
+                "--target-pass",
+                args.warm_target,
+                "--max-tokens",
+                args.max_tokens,
             ],
             log,
         )
@@ -300,8 +304,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--train", type=Path, default=LEARN / "train.jsonl")
     p.add_argument("--heldout", type=Path, default=LEARN / "heldout.jsonl")
     p.add_argument("--layers", type=int, default=2, help="tiny model layers")
-    p.add_argument("--sft-steps", type=int, default=500, help="warm-start optimizer steps")
-    p.add_argument("--steps", type=int, default=25, help="RL loop steps")
+    p.add_argument("--sft-steps", type=int, default=1000, help="warm-start optimizer steps (the most)")
+    p.add_argument(
+        "--warm-target",
+        type=float,
+        default=0.15,
+        help="the warm start stops once this share of programs sampled for train problems it was not "
+        "trained on passes (0: all --sft-steps on every train problem)",
+    )
+    p.add_argument("--steps", type=int, default=60, help="RL loop steps")
     p.add_argument("--n", type=int, default=8, help="G, samples per problem in training")
     p.add_argument("--batch", type=int, default=16, help="problems per RL step")
     p.add_argument("--mini-batch", type=int, default=4, help="prompt groups per optimizer step")
@@ -323,6 +334,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.algos = args.algos.split(",")
     if args.smoke:
         args.sft_steps, args.steps, args.n, args.batch, args.mini_batch, args.eval_n = 2, 1, 2, 2, 2, 1
+        args.warm_target = 0.0
         args.max_tokens = 16
     return args
 

@@ -196,3 +196,22 @@ def test_learning_proof_smoke_writes_its_table_and_resumes(tmp_path):
     assert "already measured" in again.stderr
     assert " train " not in again.stderr  # no `mcoder train` call the second time
     assert json.loads((out / "results.json").read_text())["rows"] == rows
+
+
+@pytest.mark.slow
+def test_warm_start_gate_checks_unseen_train_problems_and_records_them(tmp_path):
+    """--target-pass: the gate's problems are kept out of the supervised pass, checked every
+    --check-every steps with the real judge, and the checks are recorded beside the model."""
+    out = tmp_path / "warm"
+    cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
+    cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
+    cmd += ["--steps", "4", "--target-pass", "1.0", "--check-every", "2", "--check-problems", "3"]
+    cmd += ["--check-n", "2", "--max-tokens", "8"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "warm_start.json").read_text())
+    assert summary["steps"] == 4  # a random model never reaches 100 %: the pass runs to the end
+    assert [c["step"] for c in summary["checks"]] == [2, 4]
+    assert all(0.0 <= c["gate_pass_rate"] <= 1.0 for c in summary["checks"])
+    assert "on 3 unseen train problems" in done.stderr
+    assert (out / "config.json").exists() and not (tmp_path / "warm.part").exists()

@@ -18,6 +18,7 @@ Plain torch + transformers; the output folder is an ordinary model folder for ev
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -90,9 +91,80 @@ def build_tokenizer(problems, vocab: int):
     return fast
 
 
+class TrainPassGate:
+    """Stops the supervised pass once the model solves ``target`` of a few train problems that
+    the pass itself never trains on (the gate's own split), sampled at T = 1.0 and judged by
+    mcoder's sandboxed judge.
+
+    Why: on this family the supervised pass is a phase change. With a fixed 500 steps one seed
+    stayed near 10 % held-out while another passed 88 %, which leaves RL nothing to add; and a gate
+    on problems the pass trains on stops a seed that has memorised expressions without learning to
+    compose them (28 % on train, 7.5 % held-out). Stopping at a pass rate on unseen train-family
+    problems gives every seed a comparable start; the held-out part is never looked at. RL then
+    trains on the whole train part, the gate's problems included.
+    """
+
+    def __init__(self, problems, tokenizer, *, target: float, n: int, max_tokens: int, seed: int):
+        from mcoder.judge.config import JudgeConfig
+        from mcoder.judge.run import Judge
+
+        self.problems = list(problems)
+        self.by_id = {p.id: p for p in self.problems}
+        self.tokenizer, self.target, self.n, self.max_tokens, self.seed = tokenizer, target, n, max_tokens, seed
+        self.judge = Judge(JudgeConfig()).__enter__()  # closed by close()
+        self.history: list[dict] = []
+
+    def reached(self, model, step: int) -> bool:
+        import torch
+
+        from mcoder.rollout.engines.hf_engine import HFEngine
+        from mcoder.rollout.sample import make_rollouts
+
+        model.eval()
+        with torch.no_grad():
+            rollouts = make_rollouts(
+                self.problems,
+                HFEngine(model, self.tokenizer),
+                self.tokenizer,
+                n=self.n,
+                max_tokens=self.max_tokens,
+                temperature=1.0,
+                seed=self.seed + step,
+                model_name="warm-start",
+            )
+        model.train()
+        verdicts = self.judge.judge(self.by_id, rollouts)
+        rate = sum(v.passed for v in verdicts) / max(len(verdicts), 1)
+        self.history.append({"step": step, "gate_pass_rate": rate})
+        print(
+            f"sft step {step}: pass rate {100 * rate:.1f}% on {len(self.problems)} unseen train problems "
+            f"(target {100 * self.target:.0f}%)",
+            file=sys.stderr,
+        )
+        return rate >= self.target
+
+    def close(self) -> None:
+        self.judge.close()
+
+
 def warm_start(
-    problems_path: str, out: str, *, steps: int, batch: int, lr: float, seed: int, layers: int
+    problems_path: str,
+    out: str,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    layers: int,
+    target_pass: float = 0.0,
+    check_every: int = 25,
+    check_problems: int = 16,
+    check_n: int = 8,
+    max_tokens: int = 64,
 ) -> Path:
+    """Supervised pass of at most ``steps`` optimizer steps. With ``target_pass`` > 0,
+    ``check_problems`` train problems are kept out of the pass and it stops at the first check
+    (every ``check_every`` steps) where their pass rate reaches ``target_pass``."""
     import torch
 
     from mcoder.jsonl import read_records
@@ -106,21 +178,37 @@ def warm_start(
     torch.manual_seed(seed)
     rng = random.Random(seed)
     model.train()
-    rows = examples(problems, tokenizer)
+    gate = None
+    sft = problems
+    if target_pass > 0:  # the gate's problems are set aside before the pass sees anything
+        held = set(random.Random(seed).sample(range(len(problems)), min(check_problems, len(problems) - 1)))
+        sft = [p for i, p in enumerate(problems) if i not in held]
+        gate = TrainPassGate(
+            [problems[i] for i in sorted(held)], tokenizer, target=target_pass, n=check_n, max_tokens=max_tokens, seed=seed
+        )
+    rows = examples(sft, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        ids, mask, labels = batch_tensors(rng.sample(rows, min(batch, len(rows))), tokenizer.pad_token_id)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        if step == 1 or step % 10 == 0 or step == steps:
-            print(
-                f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s",
-                file=sys.stderr,
-            )
+    done = 0
+    try:
+        for step in range(1, steps + 1):
+            ids, mask, labels = batch_tensors(rng.sample(rows, min(batch, len(rows))), tokenizer.pad_token_id)
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            done = step
+            if step == 1 or step % 10 == 0 or step == steps:
+                print(
+                    f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s",
+                    file=sys.stderr,
+                )
+            if gate is not None and step % check_every == 0 and gate.reached(model, step):
+                break
+    finally:
+        if gate is not None:
+            gate.close()
     # Written beside, then moved into place: a folder at `out` is always a whole model, so a
     # caller may take its presence as "done" after an interrupted run.
     out = Path(out)
@@ -128,6 +216,8 @@ def warm_start(
     shutil.rmtree(part, ignore_errors=True)
     model.save_pretrained(part)
     tokenizer.save_pretrained(part)
+    summary = {"steps": done, "max_steps": steps, "target_pass": target_pass, "checks": gate.history if gate else []}
+    (part / "warm_start.json").write_text(json.dumps(summary, indent=2))
     shutil.rmtree(out, ignore_errors=True)
     part.rename(out)
     return out
@@ -137,11 +227,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", required=True, help="problems JSONL with reference_solutions")
     parser.add_argument("--out", required=True, help="folder for the warm-started model")
-    parser.add_argument("--steps", type=int, default=500, help="optimizer steps")
+    parser.add_argument("--steps", type=int, default=500, help="optimizer steps (the most, with --target-pass)")
     parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
     parser.add_argument("--layers", type=int, default=2, help="transformer layers of the tiny model")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random init and the batches")
+    parser.add_argument(
+        "--target-pass",
+        type=float,
+        default=0.0,
+        help="stop once this share of programs sampled for the gate's unseen train problems passes "
+        "(0: no gate, train on every problem for all --steps)",
+    )
+    parser.add_argument("--check-every", type=int, default=25, help="steps between gate checks")
+    parser.add_argument(
+        "--check-problems", type=int, default=16, help="train problems kept out of the pass for the gate"
+    )
+    parser.add_argument("--check-n", type=int, default=8, help="samples per gate problem per check (T = 1.0)")
+    parser.add_argument("--max-tokens", type=int, default=64, help="sampling limit of the checks")
     args = parser.parse_args(argv)
     out = warm_start(
         args.problems,
@@ -151,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         lr=args.lr,
         seed=args.seed,
         layers=args.layers,
+        target_pass=args.target_pass,
+        check_every=args.check_every,
+        check_problems=args.check_problems,
+        check_n=args.check_n,
+        max_tokens=args.max_tokens,
     )
     print(out)
     return 0
