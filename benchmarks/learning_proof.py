@@ -5,7 +5,9 @@
     python benchmarks/learning_proof.py --out learn-run --smoke              # seconds-sized plumbing check
 
 For each seed: examples/learn/warm_start.py builds a tiny model and gives it a short supervised
-pass on the train problems of examples/learn/; its held-out pass@1 is measured with
+pass on the train problems of examples/learn/, stopped once it solves --warm-target of 16 train
+problems the pass leaves out (so that every seed starts from a comparable policy, above the
+share that guessing the constant reaches); its held-out pass@1 is measured with
 `mcoder rollout` + `mcoder judge` + `mcoder bench`; then `mcoder train --loop` runs
 MicroCoder-GRPO and plain GRPO from that same warm start on the train problems, and the
 held-out pass@1 of each final checkpoint is measured the same way. Goal (issue 7): +15 points
@@ -304,11 +306,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--train", type=Path, default=LEARN / "train.jsonl")
     p.add_argument("--heldout", type=Path, default=LEARN / "heldout.jsonl")
     p.add_argument("--layers", type=int, default=2, help="tiny model layers")
-    p.add_argument("--sft-steps", type=int, default=1000, help="warm-start optimizer steps (the most)")
+    p.add_argument("--sft-steps", type=int, default=1500, help="warm-start optimizer steps (the most)")
     p.add_argument(
         "--warm-target",
         type=float,
-        default=0.15,
+        default=0.35,
         help="the warm start stops once this share of programs sampled for train problems it was not "
         "trained on passes (0: all --sft-steps on every train problem)",
     )
