@@ -4,7 +4,7 @@
     python examples/learn/make_problems.py --out DIR    # write somewhere else
 
 Every problem says "Read two integers a and b. Print E." for an arithmetic expression E over
-a and b (+, -, *, small constants, max, min, abs). The reference solution is the two-line
+a and b (+, -, *, constants 1..9, max, min, abs). The reference solution is the two-line
 program that computes E. The expressions are shuffled with a fixed seed and split into a train
 part and a held-out part that shares no expression with it, so a model that does better on the
 held-out part after training on the train part has learnt the family, not the answers.
@@ -26,25 +26,34 @@ from mcoder.records import Problem, Test, to_dict
 
 HERE = Path(__file__).resolve().parent
 SEED = 0
-HELDOUT = 25  # expressions kept out of training
+HELDOUT = 100  # expressions kept out of training
 TESTS = 4  # input pairs per problem
 SOURCE = "mcoder-learn"
 
 
 def expressions() -> list[str]:
-    """All expressions of the family, in a fixed order (duplicates removed)."""
+    """All expressions of the family, in a fixed order (duplicates removed).
+
+    The family is wide on purpose (a few hundred expressions): with ~100 a 2-layer model
+    memorised the train answers in its warm start instead of learning to copy the expression,
+    and RL then sharpened the memorised answers while held-out pass@1 fell."""
     ops = ["+", "-", "*"]
-    consts = ["1", "2", "3", "4", "5"]
+    consts = [str(c) for c in range(1, 10)]
     out = []
     for op in ops:
         out += [f"a {op} b", f"b {op} a"]
         for c in consts:
-            out += [f"a {op} b + {c}", f"a {op} b - {c}", f"{c} * a {op} b", f"a {op} {c} * b"]
-            out += [f"(a {op} b) * {c}"]
-    for fn, c in itertools.product(["max", "min"], consts):
-        out += [f"{fn}(a, b)", f"{fn}(a, b) + {c}", f"{fn}(a, b) * {c}"]
+            for first in ("a", "b"):
+                second = "b" if first == "a" else "a"
+                out += [f"{first} {op} {second} + {c}", f"{first} {op} {second} - {c}"]
+                out += [f"{c} * {first} {op} {second}", f"{first} {op} {c} * {second}"]
+                out += [f"({first} {op} {second}) * {c}"]
+    for fn in ["max", "min"]:
+        out += [f"{fn}(a, b)"]
+        for op, c in itertools.product(ops, consts):
+            out += [f"{fn}(a, b) {op} {c}"]
     for op in ["+", "-"]:
-        out += [f"abs(a {op} b)"]
+        out += [f"abs(a {op} b)"] + [f"abs(a {op} b) + {c}" for c in consts]
     seen: dict[str, None] = {}
     for e in out:
         seen.setdefault(e, None)
