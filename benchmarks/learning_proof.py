@@ -252,7 +252,13 @@ def summary_lines(rows: list[dict]) -> list[str]:
     return out
 
 
+def table_order(args, row: dict) -> tuple:
+    """Rows by algorithm (in --algos order), then seed, whatever order they finished in."""
+    return (args.algos.index(row["algo"]) if row["algo"] in args.algos else len(args.algos), row["seed"])
+
+
 def save(args, rows: list[dict]) -> None:
+    rows = sorted(rows, key=lambda r: table_order(args, r))
     (args.out / "results.json").write_text(json.dumps({"config": config_dict(args), "rows": rows}, indent=2))
     md = [
         "| algo | seed | warm pass@1 % | final pass@1 % | delta | train minutes |",
@@ -352,8 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for f in [pool.submit(one_seed, seed, args, rows) for seed in args.seeds]:
             f.result()
-    rows.sort(key=lambda r: (args.algos.index(r["algo"]) if r["algo"] in args.algos else 99, r["seed"]))
-    save(args, rows)  # rows were saved as they finished; the final files list them in table order
+    rows.sort(key=lambda r: table_order(args, r))
     plots(args)
     print(HEADER)
     for r in rows:

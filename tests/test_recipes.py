@@ -8,6 +8,7 @@ solved by their reference solutions under the real judge.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -172,6 +173,39 @@ def test_ci_judge_exit_codes(tmp_path):
     bad = run_recipe("ci_judge.sh", *args, "--out", "now", cwd=tmp_path)
     assert bad.returncode == 1
     assert "REGRESSION mc-stdin-002: wrong_answer" in bad.stdout
+
+
+def load_learning_proof():
+    spec = importlib.util.spec_from_file_location("learning_proof", ROOT / "benchmarks" / "learning_proof.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_proof_results_list_rows_in_table_order_whatever_order_they_finished(tmp_path):
+    """Seeds run side by side and save as they finish; results.md and results.json must still
+    read algorithm by algorithm, seed by seed (they listed rows in finishing order before)."""
+    proof = load_learning_proof()
+    args = proof.parse(["--out", str(tmp_path), "--algos", "microcoder-grpo,grpo", "--seeds", "0,1"])
+    finished = [
+        {"algo": a, "seed": s, "warm_pass1": 40.0, "final_pass1": 50.0 + s, "delta": 10.0 + s, "minutes": 1.0}
+        for a, s in [("grpo", 1), ("microcoder-grpo", 1), ("grpo", 0), ("microcoder-grpo", 0)]
+    ]
+    proof.save(args, finished)
+    lines = [line for line in (tmp_path / "results.md").read_text().splitlines() if line.startswith("| ")][1:]
+    assert [tuple(line.split(" | ")[:2]) for line in lines] == [
+        ("| microcoder-grpo", "0"),
+        ("| microcoder-grpo", "1"),
+        ("| grpo", "0"),
+        ("| grpo", "1"),
+    ]
+    saved = json.loads((tmp_path / "results.json").read_text())["rows"]
+    assert [(r["algo"], r["seed"]) for r in saved] == [
+        ("microcoder-grpo", 0),
+        ("microcoder-grpo", 1),
+        ("grpo", 0),
+        ("grpo", 1),
+    ]
 
 
 @pytest.mark.slow
