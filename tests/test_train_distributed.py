@@ -210,3 +210,32 @@ def test_two_process_loop_killed_after_a_step_resumes(tiny_model, tmp_path):
     more = mcoder(*_loop_args(tiny_model, run, killed_at + 2))
     assert more.returncode == 0, more.stderr[-3000:]
     assert _loop_step(run) == killed_at + 2
+
+
+GROUP_AT_EXIT = """
+import atexit, os, sys
+import torch.distributed as dist
+from mcoder.train.distributed import broadcast, setup
+
+out = sys.argv[1]
+rank = os.environ["RANK"]
+# registered before setup(): runs after every exit handler setup() registers
+atexit.register(lambda: open(os.path.join(out, f"rank{rank}"), "w").write(str(dist.is_initialized())))
+assert setup()
+assert broadcast({"from": rank})["from"] == "0"
+"""
+
+
+@pytest.mark.slow
+def test_process_group_is_destroyed_before_interpreter_shutdown(tmp_path):
+    """A run that never destroyed its gloo group sometimes died at exit with "terminate called
+    without an active exception" (SIGABRT on one rank, after the work was done), which made
+    torchrun report a finished training run as failed. setup() now tears the group down at exit."""
+    script = tmp_path / "group_at_exit.py"
+    script.write_text(GROUP_AT_EXIT)
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    done = subprocess.run(
+        [*launch, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300, env=_env(), check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {p.name: p.read_text() for p in tmp_path.glob("rank*")} == {"rank0": "False", "rank1": "False"}

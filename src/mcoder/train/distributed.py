@@ -23,6 +23,7 @@ same forwards anyway); it repeats work only when they are recomputed at all.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from collections import Counter
@@ -65,12 +66,21 @@ def setup() -> bool:
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend="nccl" if cuda else "gloo")
+        # Torn down while the interpreter is still whole: left to interpreter shutdown, gloo's
+        # worker threads sometimes abort the process ("terminate called without an active
+        # exception", SIGABRT) after the work is done, and torchrun then reports the run failed.
+        atexit.register(_destroy_group)
     if not is_main():
         from mcoder.console import set_quiet
 
         set_quiet(True)
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the process's life: rank 0 alone prints results
     return True
+
+
+def _destroy_group() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def barrier() -> None:
