@@ -28,18 +28,12 @@ def _env() -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def torchrun(nproc: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+
+
 def mcoder(*args, nproc: int = 1, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
-    launch = [sys.executable, "-m", "mcoder"]
-    if nproc > 1:
-        launch = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={nproc}",
-            "-m",
-            "mcoder",
-        ]
+    launch = [*torchrun(nproc), "-m", "mcoder"] if nproc > 1 else [sys.executable, "-m", "mcoder"]
     return subprocess.run(
         [*launch, *map(str, args)],
         capture_output=True,
@@ -233,9 +227,13 @@ def test_process_group_is_destroyed_before_interpreter_shutdown(tmp_path):
     torchrun report a finished training run as failed. setup() now tears the group down at exit."""
     script = tmp_path / "group_at_exit.py"
     script.write_text(GROUP_AT_EXIT)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
     done = subprocess.run(
-        [*launch, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300, env=_env(), check=False
+        [*torchrun(2), str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p.name: p.read_text() for p in tmp_path.glob("rank*")} == {"rank0": "False", "rank1": "False"}

@@ -43,8 +43,7 @@ def expressions() -> list[str]:
     for op in ops:
         out += [f"a {op} b", f"b {op} a"]
         for c in consts:
-            for first in ("a", "b"):
-                second = "b" if first == "a" else "a"
+            for first, second in (("a", "b"), ("b", "a")):
                 out += [f"{first} {op} {second} + {c}", f"{first} {op} {second} - {c}"]
                 out += [f"{c} * {first} {op} {second}", f"{first} {op} {c} * {second}"]
                 out += [f"({first} {op} {second}) * {c}"]

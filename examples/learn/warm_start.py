@@ -104,7 +104,7 @@ class TrainPassGate:
     held-out). Stopping at a pass rate on unseen train-family problems gives every seed a
     comparable start; the held-out part is never looked at. RL then trains on the whole train
     part, the gate's problems included. The gate is coarse (16 problems x 8 samples, checked
-    every 25 steps, and one check can jump from 30 % to 60 %), so seeds still start some points
+    every 25 steps, and one check jumped from 34 % to 59 %), so seeds still start some points
     apart.
     """
 
