@@ -55,32 +55,102 @@ def iter_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
-                raise DataError(f"invalid JSON ({e})", path=name, line=lineno) from None
+                raise DataError(_json_problem(raw, e), path=name, line=lineno) from None
             if not isinstance(obj, dict):
                 raise DataError("expected a JSON object on each line", path=name, line=lineno)
             yield lineno, obj
 
 
+def _json_problem(raw: bytes, e: orjson.JSONDecodeError) -> str:
+    """What is wrong with one line, placed by column (orjson's own "line 1" is within the line)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return f"not UTF-8 text (byte {u.start + 1} of the line is {raw[u.start]:#04x})"
+    return f"invalid JSON at column {e.colno}: {e.msg}"
+
+
 def read_records(path: str | os.PathLike, cls: type[T]) -> Iterator[T]:
     """Parse each line of ``path`` as a ``cls`` record, strictly."""
+    for _, rec in read_numbered(path, cls):
+        yield rec
+
+
+def read_numbered(path: str | os.PathLike, cls: type[T]) -> Iterator[tuple[int, T]]:
+    """(line number, record) for each line of ``path``, parsed strictly as ``cls``."""
     name = display_name(path)
     for lineno, obj in iter_objects(path):
         try:
-            yield from_dict(cls, obj)
+            yield lineno, from_dict(cls, obj)
         except DataError as e:
             raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
 
 
 def index_records(path: str | os.PathLike, cls: type[T], key: Callable[[T], str]) -> dict[str, T]:
-    """All records of ``path`` by key; a repeated key is a data error."""
+    """All records of ``path`` by key; a repeated key is a data error naming both lines."""
     out: dict[str, T] = {}
-    name = display_name(path)
-    for i, rec in enumerate(read_records(path, cls), start=1):
+    ids = UniqueIds(path)
+    for lineno, rec in read_numbered(path, cls):
         k = key(rec)
-        if k in out:
-            raise DataError(f"duplicate id {k!r}", path=name, hint="ids must be unique within a file")
+        ids.add(k, lineno)
         out[k] = rec
     return out
+
+
+class UniqueIds:
+    """Checks that ids are unique within one file, remembering only ids and line numbers.
+
+    ``add(id, line)`` raises DataError (exit 3) naming the file, the line, the id and the line
+    where it first appeared. Use it for any JSONL whose records are keyed (problems, rollouts,
+    verdicts)::
+
+        ids = UniqueIds(path, field="id")
+        for lineno, rollout in read_numbered(path, Rollout):
+            ids.add(rollout.id, lineno)
+    """
+
+    def __init__(self, path: str | os.PathLike, field: str = "id"):
+        self.name = display_name(path)
+        self.field = field
+        self.first: dict[str, int] = {}
+
+    def add(self, key: str, line: int) -> None:
+        first = self.first.setdefault(key, line)
+        if first != line:
+            raise DataError(
+                f"duplicate {self.field} {key!r} (first on line {first})",
+                path=self.name,
+                line=line,
+                field=self.field,
+                hint="ids must be unique within a file; were two files concatenated, or one run twice?",
+            )
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.first
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+
+def check_verdict_joins(
+    verdict_problem_id: str,
+    rollout_problem_id: str,
+    rollout_id: str,
+    *,
+    path: str | os.PathLike,
+    line: int | None,
+) -> None:
+    """A verdict must be for the same problem as its rollout: DataError (exit 3) otherwise,
+    naming the verdicts file, the verdict's line and the rollout id."""
+    if verdict_problem_id != rollout_problem_id:
+        raise DataError(
+            f"verdict of rollout {rollout_id!r} is for problem {verdict_problem_id!r}, "
+            f"the rollout for {rollout_problem_id!r}",
+            path=display_name(path),
+            line=line,
+            field="problem_id",
+            hint="the verdicts were judged from another rollouts file: judge these rollouts again",
+        )
 
 
 def dumps(record: Any) -> bytes:
@@ -137,7 +207,7 @@ class RecordWriter:
                         f"cannot resume: line is not a record with '{self.key}'",
                         path=str(self.part),
                         line=lineno,
-                        hint="delete the part file to start over, or pass --overwrite",
+                        hint="pass --overwrite to start over, or choose another --out",
                     ) from None
                 self.done.add(k)
                 good_end += len(raw)

@@ -98,6 +98,10 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "judging needs --problems and --rollouts", hint="or --merge PARTS... to join shards"
             )
+        if str(problems) == "-" and str(rollouts) == "-":
+            raise UsageError(
+                "--problems - and --rollouts - both read stdin", hint="pass one of them as a file"
+            )
         cfg = JudgeConfig(
             workers=workers,
             timeout_s=timeout,

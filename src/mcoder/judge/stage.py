@@ -16,10 +16,11 @@ from rich.progress import TextColumn
 
 from mcoder import console
 from mcoder.errors import DataError, UsageError
-from mcoder.jsonl import RecordWriter, display_name, index_records, iter_objects
+from mcoder.jsonl import RecordWriter, UniqueIds, display_name, index_records, read_numbered
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.run import Judge
-from mcoder.records import STATUSES, Problem, Rollout, Verdict, from_dict
+from mcoder.outputs import claim_output
+from mcoder.records import STATUSES, Problem, Rollout, Verdict
 
 BATCH_PER_WORKER = 32  # rollouts handed to the pool at once, per worker: enough to keep it busy
 
@@ -54,17 +55,14 @@ class Shard:
         return h % count
 
 
-def read_rollouts(
-    path: Path | str, problems: dict[str, Problem], shard: Shard, done: set[str]
-) -> list[Rollout]:
-    """The rollouts of this shard not judged yet, keeping only what the judge needs."""
+def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) -> list[Rollout]:
+    """The rollouts of this shard, keeping only what the judge needs; every line is checked
+    (a known problem, a unique id) whichever shard owns it."""
     name = display_name(path)
+    ids = UniqueIds(path, field="id")
     out = []
-    for lineno, obj in iter_objects(path):
-        try:
-            r = from_dict(Rollout, obj)
-        except DataError as e:
-            raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
+    for lineno, r in read_numbered(path, Rollout):
+        ids.add(r.id, lineno)
         if r.problem_id not in problems:
             raise DataError(
                 f"no problem with id {r.problem_id!r} in the problems file",
@@ -73,9 +71,21 @@ def read_rollouts(
                 field="problem_id",
                 hint="pass the problems file these rollouts were made from",
             )
-        if shard.owns(r.id) and r.id not in done:
+        if shard.owns(r.id):
             out.append(Rollout(id=r.id, problem_id=r.problem_id, completion=r.completion))
+    if not len(ids):
+        raise DataError("no rollouts in the file", path=name, hint="judge the output of `mcoder rollout`")
     return out
+
+
+# Judge settings that do not change a verdict: left out of the output's settings record.
+NOT_SETTINGS = ("workers", "first_uid", "cache_size")
+
+
+def judge_settings(cfg: JudgeConfig, shard: Shard) -> dict:
+    """What decides the verdicts written: limits, comparison, reward, early exit, the shard."""
+    settings = {f: getattr(cfg, f) for f in cfg.__dataclass_fields__ if f not in NOT_SETTINGS}
+    return {**settings, "shard": f"{shard.index}/{shard.count}"}
 
 
 def judge_files(
@@ -86,20 +96,30 @@ def judge_files(
     shard: Shard = Shard(),
     overwrite: bool = False,
 ) -> Counter:
-    """Judge every rollout of the shard into ``out``; the status counts of this run."""
-    problems = index_records(problems_path, Problem, key=lambda p: p.id)
-    writer = RecordWriter(out, "rollout_id", resume=not overwrite)
-    counts: Counter = Counter()
-    try:
-        todo = read_rollouts(rollouts_path, problems, shard, writer.done)
-        if writer.resumed:
-            console.info(f"resuming: {writer.resumed} verdicts already in {out}")
-        t0 = time.monotonic()
-        _run(cfg, problems, todo, writer, counts)
-        writer.finish()
-    except BaseException:
-        writer.close()
-        raise
+    """Judge every rollout of the shard into ``out``; the status counts of this run.
+
+    The inputs are read and checked whole before anything is written (``outputs.py`` for the
+    lock, the settings check and what ``--overwrite`` does)."""
+    inputs = {"problems": problems_path, "rollouts": rollouts_path}
+    with claim_output(
+        out, stage="judge", settings=judge_settings(cfg, shard), inputs=inputs,
+        overwrite=overwrite, expect=("rollout_id",),
+    ) as claim:  # fmt: skip
+        if claim.finished:
+            console.info(claim.finished_message)
+            return Counter()
+        problems = index_records(problems_path, Problem, key=lambda p: p.id)
+        if not problems:
+            raise DataError("no problems in the file", path=display_name(problems_path))
+        rollouts = read_rollouts(rollouts_path, problems, shard)
+        counts: Counter = Counter()
+        with RecordWriter(out, "rollout_id", resume=claim.resume) as writer:
+            todo = [r for r in rollouts if r.id not in writer.done]
+            if writer.resumed:
+                console.info(f"resuming: {writer.resumed} verdicts already in {out}")
+            t0 = time.monotonic()
+            _run(cfg, problems, todo, writer, counts)
+        claim.mark_finished()
     _summary(counts, time.monotonic() - t0, writer.resumed)
     return counts
 
