@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from dataset_real import examples, real
+from helpers.dataset_real import examples, real
 from mcoder.dataset.decontam import BenchIndex, decontaminate, load_bench
 from mcoder.dataset.dedup import dedup, exact_duplicates, near_duplicates
 from mcoder.dataset.difficulty import difficulty_band, parse_band, read_pass_counts

@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from dataset_real import EXAMPLES, examples, real
+from helpers.dataset_real import EXAMPLES, examples, real
 from mcoder.cli.app import app
 from mcoder.dataset import refine
 from mcoder.dataset.filter import FilterConfig

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dataset_real import examples, real
+from helpers.dataset_real import examples, real
 from mcoder.dataset.verify import VerifyConfig, _Cell, decide, step_up, verify
 from mcoder.records import Problem, Test
 

@@ -12,7 +12,7 @@ from mcoder.dataset.sources import expand
 from mcoder.jsonl import read_records
 from mcoder.records import Problem
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "problems"
 
 
 @functools.cache
