@@ -53,6 +53,8 @@ def test_resume_after_a_kill_completes_the_same_samples(tiny_model, src, tmp_pat
     lines = full.read_bytes().splitlines(keepends=True)
     killed = tmp_path / "killed.jsonl"
     (tmp_path / "killed.jsonl.part").write_bytes(b"".join(lines[:5]) + lines[5][:30])  # torn 6th line
+    meta = json.loads((tmp_path / "full.jsonl.meta.json").read_text())  # as a killed run leaves it
+    (tmp_path / "killed.jsonl.meta.json").write_text(json.dumps({**meta, "finished": None}))
     res = rollout(tiny_model, src, killed)
     assert res.exit_code == 0, res.output
     assert "resuming" in res.stderr
@@ -66,12 +68,44 @@ def test_resume_after_a_kill_completes_the_same_samples(tiny_model, src, tmp_pat
 def test_a_finished_output_is_not_sampled_again_unless_overwritten(tiny_model, src, tmp_path):
     out = tmp_path / "r.jsonl"
     assert rollout(tiny_model, src, out, "--limit", "2").exit_code == 0
-    assert len(out.read_text().splitlines()) == 8
-    res = rollout(tiny_model, src, out)  # one more problem: only its group is added
-    assert res.exit_code == 0 and len(out.read_text().splitlines()) == 12
-    assert "problems sampled        │     1" in res.stderr
+    before = out.read_bytes()
+    assert len(before.splitlines()) == 8
+    res = rollout(tiny_model, src, out, "--limit", "2")  # the same settings and inputs: nothing to do
+    assert res.exit_code == 0 and "already finished" in res.stderr and out.read_bytes() == before
     res = rollout(tiny_model, src, out, "--overwrite", "--limit", "1")
     assert res.exit_code == 0 and len(out.read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    "changed, words",
+    [
+        (["--temperature", "0.7"], 'temperature null -> "0.7"'),
+        (["--max-tokens", "9"], "max_tokens 8 -> 9"),
+        (["--seed", "4"], "seed 3 -> 4"),
+        (["--n", "2"], "n 4 -> 2"),
+    ],
+)
+def test_a_rerun_with_other_settings_is_refused_listing_them(tiny_model, src, tmp_path, changed, words):
+    out = tmp_path / "r.jsonl"
+    assert rollout(tiny_model, src, out, "--limit", "1").exit_code == 0
+    before = out.read_bytes()
+    res = rollout(tiny_model, src, out, "--limit", "1", *changed)
+    assert res.exit_code == 2 and words in res.stderr and "--overwrite" in res.stderr, res.output
+    assert out.read_bytes() == before
+
+
+def test_a_rerun_with_another_model_or_problems_is_refused(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert rollout(tiny_model, src, out, "--limit", "1").exit_code == 0
+    src.write_text(src.read_text().replace("squared", "cubed"))
+    res = rollout(tiny_model, src, out, "--limit", "1")
+    assert res.exit_code == 2 and "input problems changed" in res.stderr, res.output
+    other = tmp_path / "model-copy"
+    other.mkdir()
+    for f in tiny_model.iterdir():
+        (other / f.name).write_bytes(f.read_bytes())
+    res = rollout(other, src, out, "--limit", "1")
+    assert res.exit_code == 2 and "model" in res.stderr
 
 
 def test_temperature_auto_prints_the_table_and_records_the_choice(tiny_model, src, tmp_path):
@@ -83,8 +117,10 @@ def test_temperature_auto_prints_the_table_and_records_the_choice(tiny_model, sr
     choice = json.loads((tmp_path / "r.jsonl.temperature.json").read_text())
     assert [t for t, _ in choice["table"]] == [0.6, 1.2] and choice["target"] == 0.5
     assert {r.temperature for r in read_records(out, Rollout)} == {choice["temperature"]}
-    res = rollout(tiny_model, src, out, "--temperature", "auto")  # resumes with the recorded choice
-    assert res.exit_code == 0 and "chosen earlier" in res.stderr
+    out.unlink()  # made again with the same flags: the recorded choice is reused
+    res = rollout(tiny_model, src, out, "--temperature", "auto", "--temperature-candidates", "0.6,1.2",
+                  "--probe-problems", "2", "--diversity-target", "0.5")
+    assert res.exit_code == 0 and "chosen earlier" in res.stderr, res.output
 
 
 def test_schedule_gives_the_stage_temperature(tiny_model, src, tmp_path):

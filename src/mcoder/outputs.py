@@ -29,7 +29,8 @@ Three things happen before anything is read or written:
 - **Resume only what still matches.** The settings that decide what the output holds and a
   fingerprint of each input are kept in ``OUT.meta.json`` (the sidecar). A rerun continues an
   unfinished output only when both match; otherwise it exits 2 listing what changed, and
-  ``--overwrite`` starts over. A finished output whose settings and inputs match is a no-op
+  ``--overwrite`` starts over (the earlier output is removed once the new run holds the lock,
+  so no record made with the old settings survives into the new one). A finished output whose settings and inputs match is a no-op
   that says so.
 
 The sidecar, ``OUT.meta.json`` (written atomically, beside files and folders alike)::
@@ -158,6 +159,8 @@ def claim_output(
         now_inputs = {k: fingerprint(p) for k, p in named.items()}
         claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs)
         _check_existing(claim, kind, expect, overwrite)
+        if not claim.resume and not claim.finished:
+            _discard(out, kind)  # ours (checked above), and made with other settings: start over
         if not claim.finished:
             _write_sidecar(out, stage, now_settings, now_inputs, finished=None)
         yield claim
@@ -202,6 +205,17 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
             )
         claim.finished = True
     claim.resume = not claim.finished
+
+
+def _discard(out: str, kind: str) -> None:
+    """Remove an earlier output that is being made again (so no old record survives a crash)."""
+    import shutil
+
+    for p in (out, out + ".part") if kind == "jsonl" else (out,):
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.unlink(p)
 
 
 def _existing(out: str, kind: str) -> str | None:

@@ -63,6 +63,14 @@ def rollout(
         int, typer.Option("--policy-version", help="Policy version recorded in each rollout and its id.")
     ] = 0,
     limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N problems.")] = None,
+    long_prompts: Annotated[
+        str,
+        typer.Option(
+            "--long-prompts",
+            help="A prompt longer than the model's context minus --max-tokens: skip it (counted and "
+            "named in the summary) or error (exit 3 before any sampling).",
+        ),
+    ] = "skip",
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -79,7 +87,7 @@ def rollout(
         temperature_candidates=parse_candidates(temperature_candidates) if temperature_candidates else DEFAULT_CANDIDATES,
         probe_problems=probe_problems, diversity_measure=diversity_measure,
         engine=engine, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size,
-        data_parallel_size=data_parallel_size, quiet=quiet,
+        data_parallel_size=data_parallel_size, quiet=quiet, long_prompts=long_prompts,
     )
     summary = run_rollout(cfg)
     if str(out) != "-":

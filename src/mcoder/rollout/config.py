@@ -44,6 +44,9 @@ class RolloutConfig:
     """Run seed; each problem's samples are seeded from it and the problem id."""
     policy_version: int = 0
     """Policy version written into each record and its id (the trainer's step)."""
+    long_prompts: str = "skip"
+    """A prompt longer than the model's context minus max_tokens: skip (counted and named in the
+    summary) or error (exit 3 before any sampling)."""
 
     # -- temperature selection (--temperature auto)
     diversity_target: float = DEFAULT_TARGET
@@ -72,6 +75,8 @@ class RolloutConfig:
             raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
         if self.max_tokens < 1:
             raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
+        if self.long_prompts not in ("skip", "error"):
+            raise UsageError(f"--long-prompts {self.long_prompts}: unknown", hint="use skip or error")
         if self.batch_size < 1:
             raise UsageError(f"--batch-size {self.batch_size} must be positive")
         if self.limit is not None and self.limit < 0:

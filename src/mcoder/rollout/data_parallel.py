@@ -22,7 +22,9 @@ from mcoder.jsonl import RecordWriter, dumps, iter_objects
 from mcoder.rollout.config import RolloutConfig
 
 
-def run_data_parallel(cfg: RolloutConfig):
+def run_data_parallel(cfg: RolloutConfig, resume: bool = True):
+    """The replicas' rollouts joined into ``cfg.out`` (which the caller has claimed; ``resume``:
+    continue what it holds)."""
     from mcoder.rollout.run import RolloutSummary, load_problems
 
     dp, tp = cfg.data_parallel_size, cfg.tensor_parallel_size
@@ -55,7 +57,7 @@ def run_data_parallel(cfg: RolloutConfig):
     summary = RolloutSummary(
         out=str(cfg.out), engine="vllm", temperature=float("nan"), problems=len(problems)
     )
-    with RecordWriter(cfg.out, "id", resume=not cfg.overwrite) as writer:
+    with RecordWriter(cfg.out, "id", resume=resume) as writer:
         for i in range(dp):
             for _, obj in iter_objects(work / f"rollouts.{i}-of-{dp}.jsonl"):
                 if writer.write(obj):
@@ -88,7 +90,7 @@ def _child_args(cfg: RolloutConfig, problems: Path, out: Path) -> list[str]:
             "--n", str(cfg.n), "--max-tokens", str(cfg.max_tokens), "--step", str(cfg.step),
             "--top-k", str(cfg.top_k), "--top-p", str(cfg.top_p), "--seed", str(cfg.seed),
             "--policy-version", str(cfg.policy_version), "--batch-size", str(cfg.batch_size),
-            "--tensor-parallel-size", str(cfg.tensor_parallel_size)]  # fmt: skip
+            "--tensor-parallel-size", str(cfg.tensor_parallel_size), "--long-prompts", cfg.long_prompts]  # fmt: skip
     if cfg.adapter is not None:
         args += ["--adapter", str(cfg.adapter)]
     if cfg.temperature is not None:

@@ -38,11 +38,14 @@ def make_rollouts(
     seed: int,
     model_name: str,
     policy_version: int = 0,
+    prompts: Sequence[tuple[str, list[int]]] | None = None,
 ) -> list[Rollout]:
-    """``n`` rollouts per problem, grouped by problem in input order."""
+    """``n`` rollouts per problem, grouped by problem in input order. ``prompts``: the problems'
+    (text, token ids) when the caller rendered them already (to measure them)."""
     if not problems:
         return []
-    prompts = [render_prompt(p, tokenizer) for p in problems]
+    if prompts is None:
+        prompts = [render_prompt(p, tokenizer) for p in problems]
     seeds = [problem_seed(seed, p.id, policy_version) for p in problems]
     groups = engine.generate([ids for _, ids in prompts], n=n, max_tokens=max_tokens, temperature=temperature, seed=seeds)
     out = []
