@@ -156,7 +156,7 @@ def main() -> None:
     import torch
 
     from mcoder.rollout.engines import HFEngine
-    from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
+    from mcoder.models import load_model, load_tokenizer
     from mcoder.testing import make_tiny_model
 
     if args.threads:
@@ -168,7 +168,7 @@ def main() -> None:
           f"{args.per_call} problems per call, {args.repeats} repeats, torch threads {torch.get_num_threads()}")
     results = {}
     if "hf" in args.engines:
-        results["hf"] = measure(HFEngine(load_hf_model(model_dir), tok, batch_size=args.per_call * args.n), tok, problems, args)
+        results["hf"] = measure(HFEngine(load_model(model_dir), tok, batch_size=args.per_call * args.n), tok, problems, args)
         report("hf", results["hf"])
     if "vllm" in args.engines:
         if importlib.util.find_spec("vllm") is None:

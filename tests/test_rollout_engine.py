@@ -9,7 +9,7 @@ from tests.rollout_models import eos_prone, forward_logprobs, make_lora_adapter,
 
 from mcoder.prompts import render_prompt
 from mcoder.rollout.engines import HFEngine, make_engine
-from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
+from mcoder.models import load_model, load_tokenizer
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 
@@ -26,7 +26,7 @@ def prompts(tok):
 
 @pytest.fixture(scope="module")
 def eos_model(tiny_model, tok):
-    return eos_prone(load_hf_model(tiny_model), tok.eos_token_id, bias=5.0)
+    return eos_prone(load_model(tiny_model), tok.eos_token_id, bias=5.0)
 
 
 def _flat(groups):
@@ -104,7 +104,7 @@ def test_greedy_is_deterministic_with_zero_logprob(eos_model, tok, prompts):
 
 
 def test_live_model_keeps_its_mode_and_sees_weight_changes(tiny_model, tok, prompts):
-    model = load_hf_model(tiny_model)
+    model = load_model(tiny_model)
     model.train()
     engine = HFEngine(model, tok)
     before = engine.generate(prompts[:1], n=2, max_tokens=8, temperature=1.0, seed=4)[0]

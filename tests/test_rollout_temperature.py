@@ -8,7 +8,7 @@ from tests.rollout_models import one_torch_thread, peaky, problems
 
 from mcoder.errors import UsageError
 from mcoder.rollout.engines import HFEngine
-from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
+from mcoder.models import load_model, load_tokenizer
 from mcoder.rollout.temperature import (
     DEFAULT_CANDIDATES,
     TemperatureSchedule,
@@ -26,9 +26,9 @@ def test_default_candidates_are_0_6_to_1_8_by_0_2():
 def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
     tok = load_tokenizer(tiny_model)
     kw = dict(n=4, max_tokens=12, seed=0, target=0.5)
-    base_t, base_rows = select_temperature(HFEngine(load_hf_model(tiny_model), tok), tok, problems(3), **kw)
+    base_t, base_rows = select_temperature(HFEngine(load_model(tiny_model), tok), tok, problems(3), **kw)
     # Logits x8: the same model made peaky, i.e. sampling it at T is sampling the original at T/8.
-    peaky_t, peaky_rows = select_temperature(HFEngine(peaky(load_hf_model(tiny_model), 8.0), tok), tok, problems(3), **kw)
+    peaky_t, peaky_rows = select_temperature(HFEngine(peaky(load_model(tiny_model), 8.0), tok), tok, problems(3), **kw)
     assert [t for t, _ in base_rows] == list(DEFAULT_CANDIDATES)
     assert base_t == 0.6 and base_rows[0][1] >= 0.5
     assert peaky_t > base_t
@@ -40,7 +40,7 @@ def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
 
 def test_when_no_candidate_reaches_the_target_the_hottest_is_used(tiny_model):
     tok = load_tokenizer(tiny_model)
-    engine = HFEngine(peaky(load_hf_model(tiny_model), 50.0), tok)
+    engine = HFEngine(peaky(load_model(tiny_model), 50.0), tok)
     t, rows = select_temperature(engine, tok, problems(1), candidates=[0.6, 0.9], n=3, max_tokens=6, target=0.99)
     assert t == 0.9 and all(d < 0.99 for _, d in rows)
 

@@ -23,7 +23,7 @@ from tests.rollout_models import forward_logprobs, make_lora_adapter, problems
 
 from mcoder.records import Rollout
 from mcoder.rollout.engines import HFEngine, VLLMEngine
-from mcoder.rollout.engines.factory import load_hf_model, load_tokenizer
+from mcoder.models import load_model, load_tokenizer
 from mcoder.rollout.sample import make_rollouts
 
 TOL = 1e-4
@@ -52,7 +52,7 @@ def test_records_have_the_hf_engines_shape(engine, tiny_model, tok):
     probs = problems(3)
     engine.set_adapter(None)
     v = make_rollouts(probs, engine, tok, model_name="tiny", **KW)
-    h = make_rollouts(probs, HFEngine(load_hf_model(tiny_model), tok), tok, model_name="tiny", **KW)
+    h = make_rollouts(probs, HFEngine(load_model(tiny_model), tok), tok, model_name="tiny", **KW)
     assert [r.id for r in v] == [r.id for r in h]
     for a, b in zip(v, h):
         assert isinstance(a, Rollout)
@@ -65,7 +65,7 @@ def test_records_have_the_hf_engines_shape(engine, tiny_model, tok):
 
 def test_logprobs_match_the_hf_forward_pass(engine, tiny_model, tok):
     engine.set_adapter(None)
-    model = load_hf_model(tiny_model)
+    model = load_model(tiny_model)
     for r in make_rollouts(problems(3), engine, tok, model_name="tiny", **KW):
         ref = forward_logprobs(model, r.prompt_token_ids, r.completion_token_ids, r.temperature)
         assert torch.allclose(torch.tensor(r.sampling_logprobs), ref, atol=TOL)
@@ -86,7 +86,7 @@ def test_lora_adapter_changes_outputs_and_logprobs_match_the_adapted_model(engin
     engine.set_adapter(adapter)
     adapted = make_rollouts(problems(2), engine, tok, model_name="tiny", **KW)
     assert [r.completion_token_ids for r in base] != [r.completion_token_ids for r in adapted]
-    peft_model = PeftModel.from_pretrained(load_hf_model(tiny_model), str(adapter)).eval()
+    peft_model = PeftModel.from_pretrained(load_model(tiny_model), str(adapter)).eval()
     for r in adapted:
         ref = forward_logprobs(peft_model, r.prompt_token_ids, r.completion_token_ids, r.temperature)
         assert torch.allclose(torch.tensor(r.sampling_logprobs), ref, atol=TOL)

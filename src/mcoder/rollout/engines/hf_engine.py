@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from mcoder.models import eos_ids, model_device
 from mcoder.rollout.engines.base import Sample, decode, derive_seed, prompt_seeds
 
 
@@ -42,7 +43,7 @@ class HFEngine:
         self.top_k = top_k
         self.top_p = top_p
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_ids(tokenizer, model)  # the ids the vllm engine reads from the folder
 
     def generate(
         self,
@@ -63,7 +64,7 @@ class HFEngine:
         return [samples[i * n : (i + 1) * n] for i in range(len(prompt_ids))]
 
     def _generate_rows(self, rows: list[tuple[list[int], int]], max_tokens: int, temperature: float) -> list[Sample]:
-        device = _device(self.model)
+        device = model_device(self.model)
         input_ids, mask = _left_pad([p for p, _ in rows], self.pad_id, device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         gens = [torch.Generator(device=device).manual_seed(s) for _, s in rows]
@@ -138,20 +139,6 @@ def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tens
         ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
         mask[i, width - len(p) :] = 1
     return ids.to(device), mask.to(device)
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if gen_eos is not None:
-        ids |= set(gen_eos) if isinstance(gen_eos, (list, tuple)) else {gen_eos}
-    if not ids:
-        raise ValueError("the tokenizer has no eos token: samples could never stop")
-    return ids
-
-
-def _device(model: Any) -> torch.device:
-    return next(model.parameters()).device
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcoder.models import eos_ids
 from mcoder.rollout.engines.base import Sample, decode, prompt_seeds
 
 CPU_MEMORY_FRACTION = 0.25
@@ -53,7 +54,7 @@ class VLLMEngine:
             model=str(model_path), logprobs_mode="processed_logprobs", seed=seed, **llm_kwargs
         )
         self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
-        self.eos_ids = _eos_ids(self.tokenizer, model_path)
+        self.eos_ids = eos_ids(self.tokenizer, model_path)
         self._lora = None
         self._lora_serial = 0
         if adapter is not None:
@@ -116,13 +117,3 @@ def _supported_rank(rank: int) -> int:
         if rank <= r:
             return r
     return rank
-
-
-def _eos_ids(tokenizer: Any, model_path: str | os.PathLike) -> set[int]:
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    gen = Path(model_path) / "generation_config.json"
-    if gen.is_file():
-        eos = json.loads(gen.read_text()).get("eos_token_id")
-        if eos is not None:
-            ids |= set(eos) if isinstance(eos, list) else {eos}
-    return ids
