@@ -86,6 +86,7 @@ class VLLMEngine:
             SamplingParams(
                 n=n, temperature=temperature, max_tokens=max_tokens, seed=s % (2**63), logprobs=0,
                 top_k=self.top_k, top_p=self.top_p, detokenize=False,
+                stop_token_ids=sorted(self.eos_ids),  # stop where the hf engine stops (mcoder.models.eos_ids)
             )
             for s in prompt_seeds(seed, len(prompt_ids))
         ]
