@@ -185,8 +185,20 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
             f"{out} is the output of `mcoder {meta.get('stage')}`, not of `mcoder {claim.stage}`",
             hint=KEEP_HINT,
         )
+    finished = meta.get("finished")
+    changed_since = False
+    if finished and os.path.exists(out):
+        now = fingerprint(out)
+        changed_since = (now.get("size"), now.get("sha256")) != (finished.get("size"), finished.get("sha256"))
+        if changed_since:  # someone wrote there after us: it may no longer be ours at all
+            _refuse_foreign(out, out, kind, expect)
     if overwrite:
         return
+    if changed_since:
+        raise UsageError(
+            f"{out} was changed after mcoder finished it",
+            hint="pass --overwrite to make it again, or choose another --out",
+        )
     changes = describe_changes(meta, claim.settings, claim.inputs)
     if changes:
         raise UsageError(
@@ -194,16 +206,7 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
             hint="rerun with the original ones to continue it, pass --overwrite to start over, "
             "or choose another --out",
         )
-    finished = meta.get("finished")
-    if finished and os.path.exists(out):
-        now = fingerprint(out)
-        if (now.get("size"), now.get("sha256")) != (finished.get("size"), finished.get("sha256")):
-            _refuse_foreign(out, out, kind, expect)
-            raise UsageError(
-                f"{out} was changed after mcoder finished it",
-                hint="pass --overwrite to make it again, or choose another --out",
-            )
-        claim.finished = True
+    claim.finished = bool(finished) and os.path.exists(out)
     claim.resume = not claim.finished
 
 
