@@ -242,3 +242,103 @@ def test_resume_after_the_command_is_killed(files, tmp_path):
     ids = [v["rollout_id"] for v in read_verdicts(out)]
     assert sorted(ids) == sorted(r["id"] for r in rows)  # each once: none lost, none twice
     assert all(v["status"] == "accepted" for v in read_verdicts(out))
+
+
+# ---- outputs you can trust (issue 15): rows 3, 5, 6 and 9
+
+
+def test_out_naming_an_input_is_refused_before_anything_is_renamed(files):
+    problems, rollouts, _ = files
+    before = problems.read_bytes()
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(problems))
+    assert r.exit_code == 2 and "is also the problems input" in r.stderr
+    assert "delete" not in r.stderr
+    assert problems.read_bytes() == before and not Path(str(problems) + ".part").exists()
+
+
+def test_out_naming_a_file_of_another_kind_is_refused(files, tmp_path):
+    problems, rollouts, _ = files
+    other = tmp_path / "other-problems.jsonl"
+    other.write_bytes(problems.read_bytes())
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(other), "--overwrite")
+    assert r.exit_code == 2 and "not an output of this stage" in r.stderr and "delete" not in r.stderr
+    assert other.read_bytes() == problems.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other-problems.jsonl", "problems.jsonl", "rollouts.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--compare", "strict"], 'compare "microcoder" -> "strict"'),
+        (["--reward", "fraction"], 'reward "binary" -> "fraction"'),
+        (["--timeout", "2"], "timeout_s 6.0 -> 2.0"),
+    ],
+)
+def test_a_rerun_with_other_settings_is_refused_and_overwrite_redoes_it(files, flags, words):
+    problems, rollouts, out = files
+    base = ("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "2", "-q")
+    assert invoke(*base).exit_code == 0
+    before = out.read_bytes()
+    r = invoke(*base, *flags)
+    assert r.exit_code == 2 and words in r.stderr and "--overwrite" in r.stderr, r.stderr
+    assert out.read_bytes() == before
+    r = invoke(*base, *flags, "--overwrite")
+    assert r.exit_code == 0, r.stderr
+    assert len(read_verdicts(out)) == 4
+
+
+def test_new_tests_in_the_problems_file_are_a_change(files):
+    problems, rollouts, out = files
+    base = ("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "2")
+    assert invoke(*base, "-q").exit_code == 0
+    r = invoke(*base)
+    assert r.exit_code == 0 and "already finished" in r.stderr and "0/0" not in r.stderr
+    rows = [dict(p, tests=p["tests"] + [{"input": "0\n", "output": "0\n"}]) for p in PROBLEMS]
+    write_jsonl(problems, rows)
+    r = invoke(*base)
+    assert r.exit_code == 2 and "input problems changed" in r.stderr
+
+
+def test_duplicate_rollout_ids_exit_3_naming_file_line_and_id(files, tmp_path):
+    problems, _, out = files
+    rollouts = write_jsonl(
+        tmp_path / "dup.jsonl",
+        [
+            {"id": "a", "problem_id": "add", "completion": "x"},
+            {"id": "b", "problem_id": "add", "completion": "x"},
+            {"id": "a", "problem_id": "neg", "completion": "y"},
+        ],
+    )
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3 and f"{rollouts}:3" in r.stderr and "'a'" in r.stderr and "line 1" in r.stderr
+    assert not out.exists() and not Path(str(out) + ".part").exists()
+
+
+def test_duplicate_problem_ids_name_the_line(files, tmp_path):
+    _, rollouts, out = files
+    problems = write_jsonl(tmp_path / "p2.jsonl", [PROBLEMS[0], PROBLEMS[1], PROBLEMS[0]])
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3 and f"{problems}:3" in r.stderr and "'add'" in r.stderr
+
+
+def test_two_stdin_inputs_are_a_usage_error(files):
+    _, _, out = files
+    r = invoke("judge", "-p", "-", "-r", "-", "-o", str(out))
+    assert r.exit_code == 2 and "stdin" in r.stderr
+
+
+@pytest.mark.parametrize("which", ["problems", "rollouts"])
+def test_empty_input_exits_3_and_leaves_no_part_file(files, which):
+    problems, rollouts, out = files
+    (problems if which == "problems" else rollouts).write_text("")
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3 and f"no {which} in the file" in r.stderr
+    assert not out.exists() and not Path(str(out) + ".part").exists()
+
+
+def test_rejected_inputs_leave_no_part_file(files, tmp_path):
+    problems, _, out = files
+    rollouts = write_jsonl(tmp_path / "bad.jsonl", [{"id": "a", "problem_id": "gone", "completion": "x"}])
+    r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
+    assert r.exit_code == 3
+    assert not Path(str(out) + ".part").exists() and not out.exists()
