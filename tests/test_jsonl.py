@@ -11,7 +11,15 @@ import orjson
 import pytest
 
 from mcoder.errors import DataError
-from mcoder.jsonl import RecordWriter, index_records, iter_objects, read_records
+from mcoder.jsonl import (
+    RecordWriter,
+    UniqueIds,
+    check_verdict_joins,
+    index_records,
+    iter_objects,
+    read_numbered,
+    read_records,
+)
 from mcoder.records import Rollout
 
 
@@ -136,3 +144,46 @@ def test_resume_after_a_real_kill(tmp_path):
     subprocess.run([sys.executable, str(script), str(out), "300"], check=True)
     ids = [o["id"] for _, o in iter_objects(out)]
     assert ids == [f"r{i}" for i in range(300)]
+
+
+def test_duplicate_ids_name_both_lines(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_lines(path, [_rollout(1), _rollout(2), _rollout(1)])
+    with pytest.raises(DataError) as e:
+        index_records(path, Rollout, key=lambda r: r.id)
+    assert e.value.line == 3 and f"{path}:3" in e.value.message and "first on line 1" in e.value.message
+    assert e.value.exit_code == 3
+
+
+def test_unique_ids_for_a_streaming_reader(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_lines(path, [_rollout(1), _rollout(2), _rollout(2)])
+    ids = UniqueIds(path, field="id")
+    with pytest.raises(DataError, match=r"r.jsonl:3.*duplicate id 'r2' \(first on line 2\)"):
+        for lineno, r in read_numbered(path, Rollout):
+            ids.add(r.id, lineno)
+    assert "r1" in ids and len(ids) == 2
+
+
+def test_a_verdict_for_another_problem_than_its_rollout_is_a_data_error():
+    check_verdict_joins("p1", "p1", "r1", path="v.jsonl", line=4)
+    with pytest.raises(DataError) as e:
+        check_verdict_joins("p2", "p1", "r1", path="v.jsonl", line=4)
+    assert e.value.exit_code == 3 and "v.jsonl:4" in e.value.message and "'r1'" in e.value.message
+
+
+def test_non_utf8_names_the_real_line_and_byte(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(orjson.dumps(_rollout(0)) + b"\n" + b'{"id": "caf\xe9"}\n')
+    with pytest.raises(DataError) as e:
+        list(iter_objects(path))
+    assert e.value.line == 2 and "not UTF-8" in e.value.message and "byte 12" in e.value.message
+    assert "line 1 column" not in e.value.message
+
+
+def test_invalid_json_is_placed_by_column_not_by_orjsons_line_1(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(orjson.dumps(_rollout(0)) + b"\n" * 3 + b'{"id": 1,, }\n')
+    with pytest.raises(DataError) as e:
+        list(iter_objects(path))
+    assert e.value.line == 4 and "column 10" in e.value.message and "line 1" not in e.value.message
