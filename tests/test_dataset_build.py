@@ -9,6 +9,7 @@ import pytest
 
 from mcoder.dataset.build import build
 from mcoder.dataset.config import BuildConfig
+from mcoder.dataset.filter import FilterConfig
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import read_records
 from mcoder.records import Problem, to_dict
@@ -116,7 +117,7 @@ def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
     raw[1]["tests"] = {"inputs": [], "outputs": []}
     raw[2]["tests"]["outputs"] = raw[2]["tests"]["outputs"] + ["extra"]
     (tmp_path / "cc.json").write_text(json.dumps(raw))
-    tally, got = run(tmp_path, tmp_path / "cc.json", tmp_path / "cc.json", min_tests=2)
+    tally, got = run(tmp_path, tmp_path / "cc.json", tmp_path / "cc.json", filter=FilterConfig(min_tests=2))
     reasons = {r: n for (_, r), n in tally.skips.items()}
     # Both copies of the file skip rows 1 and 2; the second copy's other rows repeat ids.
     assert reasons["no tests"] == 2 and reasons["inputs and outputs differ in count"] == 2
@@ -139,6 +140,6 @@ def test_after_keeps_dated_problems_from_that_day(shared_data, tmp_path):
     lcb[0]["contest_date"] = "2023-01-01T00:00:00"
     lcb[1]["contest_date"] = None
     (tmp_path / "lcb.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lcb))
-    tally, got = run(tmp_path, tmp_path / "lcb.jsonl", after="2023-05-01")
+    tally, got = run(tmp_path, tmp_path / "lcb.jsonl", filter=FilterConfig(after="2023-05-01"))
     assert [p.date for p in got] == ["2023-08-21"]
     assert {r for (_, r) in tally.skips} == {"dated before 2023-05-01 (--after)", "no date (--after)"}

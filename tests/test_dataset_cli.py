@@ -119,7 +119,7 @@ def test_bad_data_exits_3_naming_file_line_and_field(shared_data, tmp_path):
 
     odd = tmp_path / "odd.json"
     odd.write_text('[{"title": "x"}]')
-    r = dataset_build(odd, "--out", tmp_path / "o.jsonl")
+    r = dataset_build(odd, "--out", tmp_path / "o2.jsonl")  # o.jsonl.part holds the rows before line 5
     assert r.exit_code == 3 and "cannot tell the format" in r.stderr and "hint: pass --format" in r.stderr
 
 

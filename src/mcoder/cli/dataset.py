@@ -64,7 +64,15 @@ def register(app: typer.Typer) -> None:
         keep_special_judge: Annotated[
             bool,
             typer.Option(
-                "--keep-special-judge", help="Keep problems that accept several outputs (flagged in meta)."
+                "--keep-special-judge",
+                help="Mark problems that accept several outputs in meta (they are kept either way).",
+            ),
+        ] = False,
+        drop_special_judge: Annotated[
+            bool,
+            typer.Option(
+                "--drop-special-judge",
+                help="Remove problems that accept several outputs (no comparator can grade them).",
             ),
         ] = False,
         max_tests: Annotated[
@@ -105,34 +113,40 @@ def register(app: typer.Typer) -> None:
         from mcoder.console import emit
         from mcoder.dataset.build import build as run_build
         from mcoder.dataset.config import BuildConfig
-        from mcoder.dataset.full_build import stage_configs
+        from mcoder.dataset.difficulty import parse_band
+        from mcoder.dataset.filter import FilterConfig
+        from mcoder.dataset.verify import VerifyConfig
+        from mcoder.errors import UsageError
 
-        filter_cfg, verify_cfg = stage_configs(
-            min_tests=min_tests,
+        if keep_special_judge and drop_special_judge:
+            raise UsageError("--keep-special-judge and --drop-special-judge exclude each other")
+        filter_cfg = FilterConfig(
             after=after,
-            dedup=dedup,
-            dedup_threshold=dedup_threshold,
-            decontaminate=decontaminate,
-            ngram=ngram,
-            decontam_min_overlap=decontam_min_overlap,
+            min_tests=min_tests,
             min_chars=min_chars,
             max_chars=max_chars,
-            keep_special_judge=keep_special_judge,
+            special_judge="drop" if drop_special_judge else "flag" if keep_special_judge else "keep",
             max_tests=max_tests,
-            difficulty_from=difficulty_from,
-            keep_pass_rate=keep_pass_rate,
-            verify=verify,
-            verify_runs=verify_runs,
-            verify_timeout=verify_timeout,
-            unsafe_no_sandbox=unsafe_no_sandbox,
-            report=str(report) if report else None,
+            dedup=dedup,
+            dedup_threshold=dedup_threshold,
+            decontaminate=list(decontaminate or []),
+            ngram=ngram,
+            decontam_min_overlap=decontam_min_overlap,
+            difficulty_from=list(difficulty_from or []),
+            keep_pass_rate=parse_band(keep_pass_rate) if keep_pass_rate else None,
         )
+        verify_cfg = None
+        if verify:
+            verify_cfg = VerifyConfig(
+                runs=verify_runs,
+                timeout_s=verify_timeout,
+                min_tests=max(min_tests, 1),
+                unsafe_no_sandbox=unsafe_no_sandbox,
+            )
         config = BuildConfig(
             sources=[str(s) for s in sources or []],
             out=str(out),
             format=fmt,
-            min_tests=min_tests,
-            after=after,
             overwrite=overwrite,
             filter=filter_cfg,
             verify=verify_cfg,
@@ -140,6 +154,6 @@ def register(app: typer.Typer) -> None:
         )
         tally = run_build(config)
         if config.out != "-":
-            emit(f"{config.out}\t{tally.converted}")
+            emit(f"{config.out}\t{tally.problems}")
 
     app.add_typer(dataset, name="dataset")

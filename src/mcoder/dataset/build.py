@@ -1,150 +1,142 @@
-"""``mcoder dataset build``: source rows in, one clean problems.jsonl out.
+"""``mcoder dataset build``: source rows in, one clean problems.jsonl out, in one pipeline.
 
-The pipeline is a chain of generator stages over rows, each counting what it drops:
+The paper's four stages, each a module, chained over a stream of rows and problems:
 
-    collect (find files, read rows, pick each file's format)
-      -> process (row -> Problem; unique ids)
-      -> filter (--min-tests, --after; dedup and decontamination slot in here)
-      -> [verify: reference solutions against the tests, a later stage]
+    collect  (collect.py: find files, read rows, pick each file's format)
+      -> process  (process.py: row -> Problem; statement, interactive and unique-id checks)
+      -> filter   (filter.py: --min-tests, --after, special judge, dedup, decontamination, ...)
+      -> verify   (verify.py: reference solutions against the tests, with --verify)
       -> RecordWriter (resumable, in input order, so the same inputs give the same bytes)
+
+Every row that gives no problem and every problem a stage removes is counted once
+(``summary.Tally``), shown in the tables and, with ``--report``, listed in the report; the
+report never changes what is written.
+
+The output is claimed first (``mcoder.outputs``): one writer at a time, and ``OUT.meta.json``
+records the settings (``BuildConfig.settings``) and a fingerprint of each input. A rerun continues
+an unfinished output only when both match, exits 2 listing what changed otherwise
+(``--overwrite`` starts over), and does nothing for a finished one.
 """
 
 from __future__ import annotations
 
-import itertools
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from mcoder.console import info, progress
-from mcoder.dataset.adapters import ADAPTERS, FORMATS, Adapter, detect
+from mcoder.dataset.collect import collect, find_sources
 from mcoder.dataset.config import BuildConfig
-from mcoder.dataset.fields import Skip
-from mcoder.dataset.sources import RowRef, Source, expand
-from mcoder.dataset.statement import is_interactive
-from mcoder.dataset.summary import FileCount, Tally, render
-from mcoder.errors import UsageError
+from mcoder.dataset.process import STAGE, process
+from mcoder.dataset.refine import Refiner
+from mcoder.dataset.report import Removal, StageResult, write_report
+from mcoder.dataset.sources import Source
+from mcoder.dataset.summary import Tally, render
+from mcoder.errors import DataError
 from mcoder.jsonl import RecordWriter
+from mcoder.outputs import claim_output, sidecar_path
 from mcoder.records import Problem
 
-
-@dataclass(slots=True)
-class Row:
-    ref: RowRef
-    data: dict[str, Any]
-    adapter: Adapter
-    file: FileCount
+PROBLEM_FIELDS = ("id", "source", "question", "tests")  # what an earlier output's first record has
 
 
 def build(config: BuildConfig) -> Tally:
     """Run the stages and write ``config.out``; returns the counts (also shown as tables)."""
     tally = Tally()
-    sources = _sources(config, tally)
-    if config.filter is not None:  # filter, verify and report: mcoder.dataset.full_build
-        from mcoder.dataset.full_build import build_refined
-
-        return build_refined(config, sources, tally)
-    with RecordWriter(config.out, Problem.KEY, resume=not config.overwrite) as writer, progress() as bar:
-        for row, problem in filter_stage(process(collect(sources, config.format, tally, bar)), config, tally):
-            writer.write(problem)
-            tally.convert(row.file, problem)
-    if writer.resumed:
-        info(f"resumed: {writer.resumed} problems were already in {config.out}, {writer.written} added")
-    render(tally)
+    sources = find_sources(config.sources, config.format, tally)
+    with claim_output(
+        config.out,
+        stage="dataset build",
+        settings=config.settings(),
+        inputs=_inputs(config, sources),
+        overwrite=config.overwrite,
+        expect=PROBLEM_FIELDS,
+    ) as claim:
+        if claim.finished:
+            with open(config.out, "rb") as f:
+                tally.problems = sum(1 for line in f if line.strip())
+            info(f"{claim.finished_message}; {tally.problems} problems")
+            return tally
+        try:
+            _run(config, sources, tally, resume=claim.resume)
+        except DataError:
+            _forget(config.out)
+            raise
+        claim.mark_finished()
     return tally
 
 
-def _sources(config: BuildConfig, tally: Tally) -> list[Source]:
-    if not config.sources:  # only --format humaneval gets here (see BuildConfig)
-        from mcoder.dataset.adapters.humaneval import package_file
-
-        return [Source(str(package_file()), "jsonl")]
-    sources, tally.ignored = expand(config.sources)
-    for path, why in tally.ignored:
-        info(f"[yellow]not read:[/] {path}: {why}")
-    if not sources:
-        raise UsageError(
-            "no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders"
-        )
-    return sources
+def _inputs(config: BuildConfig, sources: list[Source]) -> dict[str, str]:
+    """Every file the output depends on, by what it is to this build."""
+    named = {f"source {s.path}": s.path for s in sources}
+    named |= {f"decontaminate {p}": str(p) for p in config.filter.decontaminate}
+    return named | {f"difficulty_from {p}": str(p) for p in config.filter.difficulty_from}
 
 
-# ------------------------------------------------------------------ stages
+def _run(config: BuildConfig, sources: list[Source], tally: Tally, resume: bool) -> None:
+    convert = StageResult(STAGE, 0, 0)
+    with (
+        RecordWriter(config.out, Problem.KEY, resume=resume) as writer,
+        progress() as bar,
+        Refiner(config.filter, config.verify, bar, done=writer.done) as refiner,
+    ):
+        for p in refiner.run(_converted(sources, config.format, tally, convert, bar)):
+            writer.write(p)
+            tally.kept(p)
+        tally.problems = writer.resumed + writer.written
+        tally.close([convert, *refiner.stages()])
+        if writer.resumed:
+            info(f"resumed: {writer.resumed} problems were already in {config.out}, {writer.written} added")
+        render(tally)
+        if config.report:
+            _write_report(config.report, refiner.report([s.path for s in sources], [convert]))
+        if not tally.problems:
+            raise _no_problems(sources, convert)
 
 
-def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> Iterator[Row]:
-    """Every row of every source, with the adapter chosen for its file."""
-    for src in sources:
-        rows = src.rows()
-        first = next(rows, None)
-        if first is None:
-            tally.add_file(src.path, "-")
-            info(f"{src.path}: no rows")
+def _converted(sources, fmt: str, tally: Tally, convert: StageResult, bar) -> Iterator[Problem]:
+    """Collect and process: the problems, with every row counted in ``convert``."""
+    items = process(collect(sources, fmt, tally, bar))
+    while True:
+        start = time.perf_counter()
+        row, item = next(items, (None, None))
+        convert.seconds += time.perf_counter() - start  # reading and converting, not the stages after
+        if row is None:
+            return
+        convert.n_in += 1
+        if isinstance(item, Removal):
+            tally.set_aside(row.file, item)
+            convert.removals.append(item)
             continue
-        adapter = _choose(fmt, *first)
-        if fmt == "auto":
-            info(f"{src.path}: format [bold]{adapter.name}[/] (detected)")
-        file = tally.add_file(src.path, adapter.name)
-        task = bar.add_task(src.name, total=src.count()) if bar is not None else None
-        for ref, data in itertools.chain([first], rows):
-            file.rows += 1
-            yield Row(ref, data, adapter, file)
-            if task is not None:
-                bar.advance(task)
+        convert.n_out += 1
+        tally.origin[item.id] = row.file
+        yield item
 
 
-def _choose(fmt: str, ref: RowRef, row: dict[str, Any]) -> Adapter:
-    if fmt != "auto":
-        return ADAPTERS[fmt]
-    adapter = detect(row)
-    if adapter is None:
-        fields = ", ".join(list(row)[:12])
-        raise ref.error(
-            f"cannot tell the format from the first row's fields ({fields})",
-            hint=f"pass --format, one of: {', '.join(f for f in FORMATS if f != 'auto')}",
-        )
-    return adapter
+def _write_report(path: str, report: dict) -> None:
+    md, js = write_report(path, report)
+    info(
+        f"report: {md} and {js} ({report['problems_in']} in, {report['problems_out']} out, "
+        f"{report['removed']} removed{'' if report['accounted'] else ', COUNTS DO NOT ADD UP'})"
+    )
 
 
-def process(rows: Iterator[Row]) -> Iterator[tuple[Row, Problem | str]]:
-    """Each row as a Problem, or as the reason it gives none. The first row with an id keeps it."""
-    seen: set[str] = set()
-    for row in rows:
-        try:
-            problem = row.adapter.convert(row.data, row.ref)
-        except Skip as s:
-            yield row, s.reason
-            continue
-        if problem.test_kinds == {"stdin"} and is_interactive(problem.question, problem.meta.get("tags")):
-            yield row, "interactive (judged by an interactor, not by stdin tests)"
-            continue
-        if problem.id in seen:
-            yield row, "duplicate id"
-            continue
-        seen.add(problem.id)
-        yield row, problem
+def _no_problems(sources: list[Source], convert: StageResult) -> DataError:
+    """An empty problem set is bad input (exit 3), as every later stage would say."""
+    names = ", ".join(s.path for s in sources)
+    if not convert.n_in:
+        return DataError(f"no problems: no rows in {names}", hint="check that the SOURCE files hold data")
+    return DataError(
+        f"no problems: all {convert.n_in} rows of {names} were skipped or removed (see the tables above)",
+        hint="loosen the filters (--min-tests, --after, ...) or check the sources",
+    )
 
 
-def filter_stage(
-    items: Iterator[tuple[Row, Problem | str]], config: BuildConfig, tally: Tally
-) -> Iterator[tuple[Row, Problem]]:
-    """Drop (and count) skipped rows and the problems the filters reject."""
-    for row, problem in items:
-        reason = problem if isinstance(problem, str) else _rejected(problem, config)
-        if reason:
-            tally.skip(row.file, reason)
-            continue
-        yield row, problem
-
-
-def _rejected(problem: Problem, config: BuildConfig) -> str | None:
-    if len(problem.tests) < config.min_tests:
-        return f"fewer than {config.min_tests} tests (--min-tests)"
-    if config.after:
-        if problem.date is None:
-            return "no date (--after)"
-        if problem.date < config.after:
-            return f"dated before {config.after} (--after)"
-    if not problem.tests:
-        return "no tests"
-    return None
+def _forget(out: str) -> None:
+    """After bad input data: an output that holds nothing goes, with its settings record (one that
+    holds records stays, to be continued once the input is fixed, or started over)."""
+    part = Path(out + ".part")
+    if out == "-" or (part.exists() and part.stat().st_size):
+        return
+    part.unlink(missing_ok=True)
+    sidecar_path(out).unlink(missing_ok=True)

@@ -1,16 +1,16 @@
-"""The configuration of ``mcoder dataset build``: one dataclass, a docstring line per field."""
+"""The configuration of ``mcoder dataset build``: one dataclass, a docstring line per field.
+
+The filter and verify stages have their own (``FilterConfig``, ``VerifyConfig``); their defaults
+are the plain build: every converted problem that has a test is written.
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from mcoder.dataset.filter import FilterConfig
+from mcoder.dataset.verify import VerifyConfig
 from mcoder.errors import UsageError
-
-if TYPE_CHECKING:
-    from mcoder.dataset.filter import FilterConfig
-    from mcoder.dataset.verify import VerifyConfig
 
 
 @dataclass
@@ -22,18 +22,14 @@ class BuildConfig:
     """Output JSONL of Problem records ('-' for stdout)."""
     format: str = "auto"
     """Source format, or 'auto' to detect it per file from the first row."""
-    min_tests: int = 0
-    """Skip problems with fewer tests than this."""
-    after: str | None = None
-    """Skip problems dated before this day (YYYY-MM-DD), and problems without a date."""
     overwrite: bool = False
-    """Start over instead of resuming an earlier, unfinished output."""
-    filter: FilterConfig | None = None
-    """The filter stage (dedup, decontamination, special judge, ...); None: the plain streaming build."""
+    """Start over instead of continuing an earlier output (needed when the settings changed)."""
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    """The filter stage (tests, dates, dedup, decontamination, special judge, ...)."""
     verify: VerifyConfig | None = None
-    """Run the reference solutions through the judge (needs ``filter``); None: no verify stage."""
+    """Run the reference solutions through the judge; None: no verify stage."""
     report: str | None = None
-    """Write the build report here (markdown) and beside it as JSON (needs ``filter``)."""
+    """Write the build report here (markdown) and beside it as JSON; it never changes the data."""
 
     def __post_init__(self) -> None:
         from mcoder.dataset.adapters import FORMATS
@@ -45,9 +41,14 @@ class BuildConfig:
                 "no SOURCE given",
                 hint="name files or folders to read (only --format humaneval has a default)",
             )
-        if self.min_tests < 0:
-            raise UsageError(f"--min-tests must be 0 or more, got {self.min_tests}")
-        if self.after is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", self.after):
-            raise UsageError(
-                f"--after takes a day as YYYY-MM-DD, got {self.after!r}", hint="e.g. --after 2024-08-01"
-            )
+
+    def settings(self) -> dict:
+        """What decides the output's content (kept beside it, compared on a rerun): the format and
+        every filter and verify setting; not the output or report paths, nor worker counts."""
+        import dataclasses
+
+        out = {"format": self.format, **dataclasses.asdict(self.filter)}
+        if self.verify is not None:
+            v = dataclasses.asdict(self.verify)
+            out |= {f"verify_{k}": v[k] for k in sorted(v) if k != "workers"}
+        return out

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.dataset.special_judge import special_judge_phrase
@@ -20,22 +21,26 @@ from mcoder.errors import UsageError
 from mcoder.records import Problem
 
 Step = Callable[[Sequence[Problem]], tuple[list[Problem], StageResult]]
+SpecialJudge = Literal["keep", "flag", "drop"]
+SPECIAL_JUDGE: tuple[SpecialJudge, ...] = get_args(SpecialJudge)
 
 
 @dataclass
 class FilterConfig:
-    """What the filter stage removes. The defaults drop only special-judge and test-less problems."""
+    """What the filter stage removes. The defaults drop only problems without tests: a build
+    without filter flags writes every problem it converted."""
 
     after: str | None = None
     """Keep problems dated on or after this day (YYYY-MM-DD); undated problems are removed."""
     min_tests: int = 1
-    """Remove problems with fewer tests than this."""
+    """Remove problems with fewer tests than this (problems without tests go at any setting)."""
     min_chars: int = 0
     """Remove problems whose statement is shorter than this many characters."""
     max_chars: int | None = None
     """Remove problems whose statement is longer than this many characters."""
-    keep_special_judge: bool = False
-    """Keep problems whose statement accepts several outputs (still flagged in meta)."""
+    special_judge: SpecialJudge = "keep"
+    """Problems whose statement accepts several outputs: keep them as they are, keep them flagged in
+    meta ("flag"), or remove them ("drop"); counted in the report in every case."""
     max_tests: int | None = None
     """Cap each problem's tests at this many, keeping the largest inputs."""
     dedup: bool = False
@@ -56,6 +61,10 @@ class FilterConfig:
     def __post_init__(self) -> None:
         if self.after is not None:
             _check_date(self.after)
+        if self.special_judge not in SPECIAL_JUDGE:
+            raise UsageError(
+                f"special_judge must be one of {', '.join(SPECIAL_JUDGE)}, got {self.special_judge!r}"
+            )
         if self.min_tests < 0 or self.min_chars < 0:
             raise UsageError("--min-tests and --min-chars cannot be negative")
         if self.max_chars is not None and self.max_chars < self.min_chars:
@@ -93,25 +102,28 @@ def _check_date(text: str) -> None:
 
 
 def _per_problem(
-    name: str, problems: Sequence[Problem], check: Callable[[Problem], tuple[str, dict] | None]
+    name: str, problems: Sequence[Problem], check: Callable[[Problem], tuple | None]
 ) -> tuple[list[Problem], StageResult]:
-    """Keep problems for which ``check`` returns None; else it returns (reason, detail)."""
+    """Keep problems for which ``check`` returns None; else it returns (reason, detail) or
+    (reason, detail, text shown in the build's table)."""
     kept, removals = [], []
     for p in problems:
         verdict = check(p)
         if verdict is None:
             kept.append(p)
         else:
-            removals.append(Removal(p.id, name, verdict[0], verdict[1]))
+            removals.append(Removal(p.id, name, *verdict))
     return kept, StageResult(name, len(problems), len(kept), removals)
 
 
 def freshness(problems: Sequence[Problem], after: str) -> tuple[list[Problem], StageResult]:
     def check(p: Problem):
         if not p.date:
-            return "no_date", {}
+            return "no_date", {}, "no date (--after)"
         # Dates may carry a time ("2023-08-21T00:00:00"): the day is what counts.
-        return None if p.date[:10] >= after else ("too_old", {"date": p.date[:10]})
+        if p.date[:10] >= after:
+            return None
+        return "too_old", {"date": p.date[:10]}, f"dated before {after} (--after)"
 
     kept, result = _per_problem("freshness", problems, check)
     result.params = {"after": after}
@@ -131,18 +143,27 @@ def statement_length(problems: Sequence[Problem], min_chars: int, max_chars: int
 
 
 def min_tests(problems: Sequence[Problem], n: int, stage: str = "min_tests"):
-    return _per_problem(
-        stage, problems, lambda p: None if len(p.tests) >= n else ("too_few_tests", {"tests": len(p.tests)})
-    )
+    def check(p: Problem):
+        if len(p.tests) >= n:
+            return None
+        text = "no tests" if not p.tests else f"fewer than {n} tests (--min-tests)"
+        return "too_few_tests", {"tests": len(p.tests)}, text
+
+    return _per_problem(stage, problems, check)
 
 
-def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem], StageResult]:
-    """Flag ``meta["special_judge"]`` (and the phrase); remove flagged problems unless ``keep``."""
+def special_judge(
+    problems: Sequence[Problem], keep: bool, flag: bool = True
+) -> tuple[list[Problem], StageResult]:
+    """Find problems that accept several outputs; remove them unless ``keep``, else mark
+    ``meta["special_judge"]`` (and the phrase) when ``flag``, or leave them as they are."""
     kept, removals, flagged = [], [], []
     for p in problems:
         phrase = special_judge_phrase(p.question)
-        if phrase is None:
+        if phrase is None or (keep and not flag):
             kept.append(p)
+            if phrase is not None:
+                flagged.append({"id": p.id, "phrase": phrase})
             continue
         flagged.append({"id": p.id, "phrase": phrase})
         if keep:
@@ -152,8 +173,9 @@ def special_judge(problems: Sequence[Problem], keep: bool) -> tuple[list[Problem
         else:
             removals.append(Removal(p.id, "special_judge", "special_judge", {"phrase": phrase}))
     notes = {"flagged": len(flagged)}
+    mode = "drop" if not keep else "flag" if flag else "keep"
     return kept, StageResult(
-        "special_judge", len(problems), len(kept), removals, notes=notes, params={"keep_special_judge": keep}
+        "special_judge", len(problems), len(kept), removals, notes=notes, params={"special_judge": mode}
     )
 
 
@@ -187,9 +209,9 @@ def filter_steps(cfg: FilterConfig) -> list[Step]:
         steps.append(lambda ps: freshness(ps, cfg.after))
     if cfg.min_chars or cfg.max_chars is not None:
         steps.append(lambda ps: statement_length(ps, cfg.min_chars, cfg.max_chars))
-    if cfg.min_tests:
-        steps.append(lambda ps: min_tests(ps, cfg.min_tests))
-    steps.append(lambda ps: special_judge(ps, cfg.keep_special_judge))
+    steps.append(lambda ps: min_tests(ps, max(cfg.min_tests, 1)))  # a problem without tests never stays
+    mode = cfg.special_judge
+    steps.append(lambda ps: special_judge(ps, keep=mode != "drop", flag=mode == "flag"))
     if cfg.dedup:
         from mcoder.dataset.dedup import dedup
 

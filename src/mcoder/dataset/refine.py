@@ -1,9 +1,10 @@
-"""Filter and verify a stream of problems and keep what the build report needs.
+"""Stages 3 and 4, filter and verify, over a stream of problems, keeping what the report needs.
 
 ``Refiner`` runs the filter steps (and verify) over the problems a build converted, a chunk at a
 time so that a large set never sits in memory whole, except when dedup is on: duplicates can be
-anywhere, so dedup sees every problem at once. The stage results of the chunks add up into one
-per stage, and the histograms of the problems going in and coming out are kept for the report.
+anywhere, so dedup sees every problem at once. Verify hands its problems on a batch at a time,
+as they are decided. The stage results of the chunks add up into one per stage, and the
+histograms of the problems going in and coming out are kept for the report.
 
     with Refiner(filter_cfg, verify_cfg) as refiner:
         for problem in refiner.run(problems):
@@ -14,12 +15,12 @@ per stage, and the histograms of the problems going in and coming out are kept f
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from mcoder.dataset.filter import FilterConfig, filter_steps, run_steps
 from mcoder.dataset.report import Histograms, StageResult, build_report
-from mcoder.dataset.verify import VerifyConfig, verify
+from mcoder.dataset.verify import VerifyConfig, verify_batches
 from mcoder.records import Problem
 
 CHUNK = 512  # problems filtered and verified together when no step needs the whole set
@@ -27,16 +28,24 @@ CHUNK = 512  # problems filtered and verified together when no step needs the wh
 
 class Refiner:
     """The filter steps and verify over a stream of problems; ``progress``: a rich Progress to add
-    the verify bar to (one live display at a time), or None for a bar of its own."""
+    the verify bar to (one live display at a time), or None for a bar of its own. ``done``: ids
+    of problems already written by an earlier run (verify passes them on without running)."""
 
-    def __init__(self, filter_cfg: FilterConfig, verify_cfg: VerifyConfig | None = None, progress=None):
-        self.filter_cfg, self.verify_cfg = filter_cfg, verify_cfg
+    def __init__(
+        self,
+        filter_cfg: FilterConfig,
+        verify_cfg: VerifyConfig | None = None,
+        progress=None,
+        done: Collection[str] = (),
+    ):
+        self.filter_cfg, self.verify_cfg, self.done = filter_cfg, verify_cfg, done
         self.steps = filter_steps(filter_cfg)  # benchmark and verdict files are read here, up front
         self.results: dict[str, StageResult] = {}
         self.before, self.after = Histograms(), Histograms()
         self._judge = None
         self._progress, self._own_progress = progress, None
         self._tasks: dict[str, Any] = {}
+        self._bar = None
 
     def __enter__(self) -> Refiner:  # noqa: PYI034 (no subclasses)
         if self.verify_cfg is not None:
@@ -47,8 +56,7 @@ class Refiner:
                 from mcoder.console import progress
 
                 self._progress = self._own_progress = progress().__enter__()
-            bar = (self._progress, self._progress.add_task("verify", total=0))
-            self.steps.append(lambda ps: verify(ps, self.verify_cfg, self._judge, bar))
+            self._bar = (self._progress, self._progress.add_task("verify", total=0))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -64,17 +72,26 @@ class Refiner:
                 self.before.add(p)
             kept, results = run_steps(chunk, self.steps, self._advance)
             for r in results:
-                if r.name in self.results:
-                    self.results[r.name].merge(r)
-                else:
-                    self.results[r.name] = r
-            for p in kept:
-                self.after.add(p)
-                yield p
+                self._add(r)
+            batches = [(kept, None)]
+            if self.verify_cfg is not None:
+                batches = verify_batches(kept, self.verify_cfg, self._judge, self._bar, self.done)
+            for batch, verified in batches:
+                if verified is not None:
+                    self._add(verified)
+                for p in batch:
+                    self.after.add(p)
+                    yield p
+
+    def _add(self, result: StageResult) -> None:
+        if result.name in self.results:
+            self.results[result.name].merge(result)
+        else:
+            self.results[result.name] = result
 
     def _advance(self, result: StageResult) -> None:
         """A bar per filter step, moved by the problems it has seen (verify has its own, per run)."""
-        if self._progress is None or result.name == "verify":
+        if self._progress is None:
             return
         if result.name not in self._tasks:
             self._tasks[result.name] = self._progress.add_task(result.name, total=None)
@@ -95,7 +112,18 @@ def _chunks(items: Iterable[Problem], size: int | None) -> Iterator[list[Problem
             yield chunk
         return
     it = iter(items)
-    while chunk := list(itertools.islice(it, size)):
+    while True:
+        chunk: list[Problem] = []
+        try:
+            chunk.extend(itertools.islice(it, size))
+        except Exception:
+            # Bad data upstream: what came before it is still filtered and written (a rerun
+            # continues from there), then the error goes on.
+            if chunk:
+                yield chunk
+            raise
+        if not chunk:
+            return
         yield chunk
 
 

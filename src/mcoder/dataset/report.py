@@ -24,12 +24,19 @@ TEST_BUCKETS = (("0", 0), ("1", 1), ("2-4", 2), ("5-9", 5), ("10-49", 10), ("50-
 
 @dataclass(slots=True)
 class Removal:
-    """One problem a stage removed, and why (``detail`` names what it matched, if anything)."""
+    """One problem a stage removed, and why (``detail`` names what it matched, if anything).
+    ``problem_id`` is the row's place (``file:line``) for a row that gave no problem; ``text`` is
+    the reason as the build's "skipped" table shows it (default: "stage: reason")."""
 
     problem_id: str
     stage: str
     reason: str
     detail: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.text or f"{self.stage}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.problem_id, "stage": self.stage, "reason": self.reason, "detail": self.detail}

@@ -169,7 +169,11 @@ def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
         if data.lstrip().startswith(b"{"):  # JSONL under a .json name
             yield from _jsonl_rows(Source(src.path, "jsonl"))
             return
-        raise DataError(f"invalid JSON ({e})", path=src.path) from None
+        bad = _not_utf8(data)
+        if bad is None:
+            raise DataError(f"invalid JSON ({e})", path=src.path) from None
+        line = data.count(b"\n", 0, bad[0]) + 1
+        raise DataError(bad[1], path=src.path, line=line, hint=_UTF8_HINT) from None
     rows = obj if isinstance(obj, list) else [obj]
     for index, row in enumerate(rows):
         ref = RowRef(src.path, src.stem, index)
@@ -200,7 +204,24 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise ref.error(f"invalid JSON ({e})") from None
+        bad = _not_utf8(raw)
+        if bad is not None:
+            raise ref.error(bad[1], hint=_UTF8_HINT) from None
+        # orjson counts lines within the row, which is line 1 of itself: say only the column.
+        raise ref.error(f"invalid JSON ({str(e).replace('line 1 column', 'column')})") from None
+
+
+_UTF8_HINT = "save the file as UTF-8"
+
+
+def _not_utf8(data: bytes) -> tuple[int, str] | None:
+    """(offset, message) of the first byte that is not UTF-8, or None when all of it is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        column = e.start - data.rfind(b"\n", 0, e.start)
+        return e.start, f"not valid UTF-8: byte 0x{data[e.start]:02x} at column {column}"
+    return None
 
 
 def _as_row(obj: Any, ref: RowRef) -> dict[str, Any]:

@@ -1,4 +1,11 @@
-"""Counts of a build, kept as rows go by, and the tables shown at the end (stderr)."""
+"""What a build did, counted once, and the tables shown at the end (stderr).
+
+Rows are counted per file as they are read. Every row that gives no problem and every problem a
+stage removes is one ``report.Removal`` in its stage's ``StageResult`` (the "convert" stage first,
+then the filter steps and verify); the per-file "skipped" counts and the skipped table are read
+from those. The problems written are counted in ``after`` (``report.Histograms``), which the
+report shares.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mcoder.console import show, table
+from mcoder.dataset.report import Histograms, Removal, StageResult
 from mcoder.records import Problem
 
 
@@ -15,19 +23,21 @@ class FileCount:
     format: str
     rows: int = 0
     converted: int = 0
+    """Problems of this file in the output."""
     skipped: int = 0
+    """Rows of this file that gave no problem, and problems a stage removed."""
 
 
 @dataclass
 class Tally:
     files: list[FileCount] = field(default_factory=list)
     ignored: list[tuple[str, str]] = field(default_factory=list)
-    skips: Counter[tuple[str, str]] = field(default_factory=Counter)  # (file, reason) -> rows
-    by_source: Counter[str] = field(default_factory=Counter)
-    by_platform: Counter[str] = field(default_factory=Counter)
-    by_difficulty: Counter[str] = field(default_factory=Counter)
-    problems_by_kind: Counter[str] = field(default_factory=Counter)
-    tests_by_kind: Counter[str] = field(default_factory=Counter)
+    stages: list[StageResult] = field(default_factory=list)
+    after: Histograms = field(default_factory=Histograms)
+    origin: dict[str, FileCount] = field(default_factory=dict)
+    """The file of each problem id, and of each row place (``file:line``) that gave no problem."""
+    problems: int = 0
+    """Records in the output at the end (those an earlier run wrote included)."""
 
     @property
     def converted(self) -> int:
@@ -37,51 +47,56 @@ class Tally:
     def skipped(self) -> int:
         return sum(f.skipped for f in self.files)
 
+    @property
+    def skips(self) -> Counter[tuple[str, str]]:
+        """(file, reason) -> rows and problems set aside, over every stage."""
+        return Counter((self.origin[r.problem_id].path, r.label) for s in self.stages for r in s.removals)
+
     def add_file(self, path: str, fmt: str) -> FileCount:
         count = FileCount(path, fmt)
         self.files.append(count)
         return count
 
-    def skip(self, file: FileCount, reason: str) -> None:
+    def set_aside(self, file: FileCount, removal: Removal) -> None:
+        """A row of ``file`` that gave no problem (the convert stage's removals)."""
         file.skipped += 1
-        self.skips[(file.path, reason)] += 1
+        self.origin[removal.problem_id] = file
 
-    def convert(self, file: FileCount, problem: Problem) -> None:
-        file.converted += 1
-        self.by_source[problem.source] += 1
-        self.by_platform[problem.platform or "-"] += 1
-        self.by_difficulty[problem.difficulty or "-"] += 1
-        for kind in sorted(problem.test_kinds):
-            self.problems_by_kind[kind] += 1
-        for test in problem.tests:
-            self.tests_by_kind[test.kind] += 1
+    def kept(self, problem: Problem) -> None:
+        self.origin[problem.id].converted += 1
+        self.after.add(problem)
+
+    def close(self, stages: list[StageResult]) -> None:
+        """Take the stage results (convert first) and count the later stages' removals per file."""
+        self.stages = stages
+        for s in stages[1:]:
+            for r in s.removals:
+                self.origin[r.problem_id].skipped += 1
 
 
 def render(t: Tally) -> None:
-    """The summary tables: files, then problems by source, platform, difficulty and test kind."""
+    """The summary tables: files, problems by source, platform, difficulty and test kind, stages."""
     rows = [(f.path, f.format, f.rows, f.converted, f.skipped) for f in t.files]
     rows.append(("total", "", sum(f.rows for f in t.files), t.converted, t.skipped))
     files = table("dataset build: files", ("file", "format", "rows", "converted", "skipped"), rows)
     files.columns[0].overflow = "fold"
     show(files)
-    for title, counter in (
-        ("source", t.by_source),
-        ("platform", t.by_platform),
-        ("difficulty", t.by_difficulty),
-    ):
-        show(table(f"problems by {title}", (title, "problems"), sorted(counter.items())))
-    kinds = sorted(t.tests_by_kind)
-    show(
-        table(
-            "tests by kind",
-            ("kind", "problems", "tests"),
-            [(k, t.problems_by_kind[k], t.tests_by_kind[k]) for k in kinds],
-        )
-    )
-    if t.skips:
-        skipped = table("skipped", ("file", "reason", "rows"), [(f, r, n) for (f, r), n in t.skips.items()])
+    counts = t.after.to_dict()
+    for title in ("source", "platform", "difficulty"):
+        show(table(f"problems by {title}", (title, "problems"), counts[title].items()))
+    show(table("tests by kind", ("kind", "tests"), counts["test_kind"].items()))
+    skips = t.skips
+    if skips:
+        skipped = table("skipped", ("file", "reason", "rows"), [(f, r, n) for (f, r), n in skips.items()])
         skipped.columns[0].overflow = skipped.columns[1].overflow = "fold"
         skipped.columns[1].justify = "left"
         show(skipped)
     if t.ignored:
         show(table("not read", ("path", "why"), t.ignored))
+    show(
+        table(
+            "dataset build: stages",
+            ("stage", "in", "out", "removed", "seconds"),
+            [(s.name, s.n_in, s.n_out, len(s.removals), f"{s.seconds:.2f}") for s in t.stages],
+        )
+    )

@@ -18,6 +18,10 @@ separate judge calls with the execution cache off, so every run really executes.
 A reference that runs past the judge's time limit is stopped by the judge (``time_limit``) and
 reported in the notes; nothing waits on it. Problems without reference solutions pass through
 unverified (``meta["verified"] = False``) unless ``require_reference`` is set.
+
+Problems are judged a batch at a time and handed on as each batch is decided
+(``verify_batches``), so that a build writes them as they finish: a kill loses at most one batch.
+Problems an earlier run already wrote (``done``) pass through without running again.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import contextlib
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from mcoder.dataset.report import Removal, StageResult
@@ -34,7 +38,7 @@ from mcoder.errors import UsageError
 from mcoder.records import Problem, Rollout, Verdict
 
 REF_TIME_FLOOR_S = 0.2
-CHUNK_PROBLEMS = 64  # problems judged per batch: bounds memory and keeps the progress bar moving
+BATCH = 16  # problems judged together: what a kill can lose; bounds memory, keeps the bar moving
 
 
 @dataclass
@@ -214,19 +218,35 @@ def verify(
 ) -> tuple[list[Problem], StageResult]:
     """Verify ``problems`` with their references. ``judge``: an open ``Judge`` (one is made and
     closed if None); ``bar``: a (rich Progress, task id) to advance (its own bar if None)."""
-    checked = [
-        dataclasses.replace(p, reference_solutions=p.reference_solutions[: cfg.max_references])
-        for p in problems
-        if p.reference_solutions and p.tests
-    ]
-    total = cfg.runs * sum(len(p.tests) * len(p.reference_solutions) for p in checked)
-    decisions: dict[str, Decision] = {}
+    kept: list[Problem] = []
+    result = StageResult("verify", 0, 0)
+    for batch_kept, batch_result in verify_batches(problems, cfg, judge, bar):
+        kept += batch_kept
+        result.merge(batch_result)
+    return kept, result
+
+
+def verify_batches(
+    problems: Sequence[Problem], cfg: VerifyConfig, judge=None, bar=None, done: Collection[str] = ()
+) -> Iterator[tuple[list[Problem], StageResult]]:
+    """``verify`` a batch of ``BATCH`` problems at a time, in order: the kept problems and the
+    result of each batch as soon as it is decided. Problems whose id is in ``done`` are passed
+    on as they are, without running (an earlier run verified and wrote them)."""
+
+    def checked(batch: Sequence[Problem]) -> list[Problem]:
+        return [
+            dataclasses.replace(p, reference_solutions=p.reference_solutions[: cfg.max_references])
+            for p in batch
+            if p.reference_solutions and p.tests and p.id not in done
+        ]
+
+    total = cfg.runs * sum(len(p.tests) * len(p.reference_solutions) for p in checked(problems))
     with _open_judge(judge, cfg) as j, _progress(bar, total) as (progress, task):
-        for start in range(0, len(checked), CHUNK_PROBLEMS):
-            chunk = checked[start : start + CHUNK_PROBLEMS]
-            cells = _run_chunk(j, chunk, cfg, lambda: progress.advance(task))
-            decisions.update((p.id, decide(p, cells[p.id], cfg)) for p in chunk)
-    return _collect(problems, decisions, cfg)
+        for start in range(0, max(len(problems), 1), BATCH):
+            batch = problems[start : start + BATCH]
+            todo = checked(batch)
+            cells = _run_chunk(j, todo, cfg, lambda: progress.advance(task)) if todo else {}
+            yield _collect(batch, {p.id: decide(p, cells[p.id], cfg) for p in todo}, cfg, done)
 
 
 @contextlib.contextmanager
@@ -255,11 +275,16 @@ def _open_judge(judge, cfg: VerifyConfig):
         yield made
 
 
-def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: VerifyConfig):
-    kept, removals, unverified = [], [], 0
+def _collect(
+    problems: Sequence[Problem], decisions: dict[str, Decision], cfg: VerifyConfig, done: Collection[str]
+):
+    kept, removals, unverified, resumed = [], [], 0, 0
     for p in problems:
         d = decisions.get(p.id)
-        if d is not None:
+        if p.id in done:
+            resumed += 1
+            kept.append(p)
+        elif d is not None:
             if d.removal is not None:
                 removals.append(d.removal)
             else:  # with every reference it came with, run or not
@@ -275,6 +300,7 @@ def _collect(problems: Sequence[Problem], decisions: dict[str, Decision], cfg: V
     notes = {
         "verified": sum(d.problem is not None for d in ds),
         "unverified_no_reference": unverified,
+        "resumed": resumed,
         "tests_dropped": sum(len(d.dropped) for d in ds if d.problem is not None),
         "flaky_tests": sum(x["why"] == "flaky" for d in ds for x in d.dropped),
         "dropped_tests": [x for d in ds if d.problem is not None for x in d.dropped],

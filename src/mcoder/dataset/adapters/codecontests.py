@@ -38,7 +38,7 @@ def detect(row: dict[str, Any]) -> bool:
 
 
 def convert(row: dict[str, Any], ref: RowRef) -> Problem:
-    if "content" in row:
+    if "test" in row and "labels" in row:  # SandboxFusion's shape; its statement is ``content``
         return _convert_sandboxfusion(row, ref)
     if "problem" in row:
         return _convert_rllm(row, ref)
@@ -63,6 +63,7 @@ def difficulty_of(label: Any) -> tuple[str | None, str | None]:
 
 
 def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
+    question = need(row, "content", ref)
     labels = json_value(need(row, "labels", ref, (str, dict)), ref, "labels")
     cases = json_value(need(row, "test", ref, (str, list)), ref, "test")
     if not isinstance(cases, list):
@@ -76,7 +77,6 @@ def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
     if not tests:
         raise Skip("no tests")
     difficulty, original = difficulty_of(labels.get("difficulty"))
-    question = need(row, "content", ref)
     return Problem(
         id=str(labels.get("name") or ref.derived_id()),
         source=SOURCE,

