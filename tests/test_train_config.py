@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcoder.errors import UsageError
-from mcoder.train.config import TrainConfig, resolve
+from mcoder.train.config import PRESET_TEMPERATURE, TrainConfig, resolve
 
 
 def test_presets_hold_each_papers_settings():
@@ -24,7 +24,14 @@ def test_presets_hold_each_papers_settings():
         "all",
         True,
     )
-    assert (mc.eps_high, mc.beta, mc.truncation, mc.mask_rho, mc.mask_repeat_m, mc.sampling_temperature) == (
+    assert (
+        mc.eps_high,
+        mc.beta,
+        mc.truncation,
+        mc.mask_rho,
+        mc.mask_repeat_m,
+        PRESET_TEMPERATURE["microcoder-grpo"],
+    ) == (
         0.28,
         0.0,
         "conditional",
@@ -48,11 +55,11 @@ def test_resolved_config_round_trips(tmp_path):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"loss_agg": "mean"}, "loss aggregation"),
-        ({"truncation": "some"}, "truncation mode"),
+        ({"loss_agg": "mean"}, "unknown --loss-agg 'mean'"),
+        ({"truncation": "some"}, "unknown --truncation 'some'"),
         ({"mask_rho": 1.5}, "not a probability"),
         ({"micro_batch_size": 0}, "micro_batch_size must be at least 1"),
-        ({"mask_non_incorrect": "no_code"}, "mask_non_incorrect"),
+        ({"mask_non_incorrect": "no_code"}, "unknown --mask-non-incorrect"),
         ({"wrong_knob": 1}, "unknown training option"),
     ],
 )

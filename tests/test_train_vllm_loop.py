@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import types
 
 import pytest
 import torch
@@ -17,9 +16,9 @@ pytestmark = pytest.mark.vllm
 from tests.rollout_models import forward_logprobs, problems
 from tests.train_records import sample_rollouts, verdicts_for
 
+from mcoder.loop.samplers import publish_adapter, vllm_engine
 from mcoder.rollout.sample import make_rollouts
 from mcoder.train.config import resolve
-from mcoder.train.policy_sync import publish_adapter, vllm_engine_for
 from mcoder.train.trainer import Trainer
 
 TOL = 1e-4  # float32 on both sides (see test_rollout_vllm.py)
@@ -36,7 +35,7 @@ def test_published_adapter_is_what_vllm_samples_from(tiny_model, tmp_path):
     )
     trainer.train_on_batch(rollouts, verdicts_for(rollouts, lambda r: r.sample_index % 2))
 
-    engine = vllm_engine_for(types.SimpleNamespace(cfg=cfg), str(tiny_model))
+    engine = vllm_engine(str(tiny_model), cfg)
     folder = publish_adapter(trainer, engine, tmp_path / "adapters", 1)
     assert (folder / "adapter_config.json").exists()
     new = make_rollouts(
@@ -62,15 +61,18 @@ def test_published_adapter_is_what_vllm_samples_from(tiny_model, tmp_path):
 
 
 def test_loop_with_vllm_engine_publishes_an_adapter_per_step(tiny_model, tmp_path):
-    from mcoder.train.loop import LoopJob, run_loop
+    from mcoder.judge.config import JudgeConfig
+    from mcoder.loop.config import LoopConfig
+    from mcoder.loop.loop import run_loop
+    from mcoder.rollout.sampling import SamplingConfig
 
-    cfg = resolve("microcoder-grpo", {"steps": 2, "n": 2, "train_batch_size": 2, "lora_rank": 8, "seed": 5,
-                                      "sampling_temperature": "1.0"})  # fmt: skip
+    cfg = resolve("microcoder-grpo", {"lora_rank": 8, "seed": 5})
     src = tmp_path / "problems.jsonl"
     src.write_text("".join(json.dumps(dataclasses.asdict(p)) + "\n" for p in problems(3)))
     run = tmp_path / "run"
-    run_loop(LoopJob(model=str(tiny_model), problems=src, run_dir=run, cfg=cfg, max_tokens=8,
-                     judge={"workers": 1, "unsafe_no_sandbox": True}, engine="vllm"))  # fmt: skip
+    run_loop(LoopConfig(model=str(tiny_model), problems=src, run_dir=run, steps=2, train_batch_size=2, engine="vllm",
+                        train=cfg, sampling=SamplingConfig(n=2, max_tokens=8, temperature="1.0"),
+                        judge=JudgeConfig(workers=1, unsafe_no_sandbox=True)))  # fmt: skip
     assert sorted(p.name for p in (run / "adapters").iterdir()) == ["step_0001", "step_0002"]
     step2 = [json.loads(x) for x in (run / "step_0002" / "rollouts.jsonl").read_text().splitlines()]
     assert {r["policy_version"] for r in step2} == {1}, "step 2 sampled from the policy after update 1"

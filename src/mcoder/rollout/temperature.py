@@ -69,7 +69,14 @@ def select_temperature(
     rows = []
     for t in sorted(candidates):
         rollouts = make_rollouts(
-            problems, engine, tokenizer, n=n, max_tokens=max_tokens, temperature=t, seed=seed, model_name="probe"
+            problems,
+            engine,
+            tokenizer,
+            n=n,
+            max_tokens=max_tokens,
+            temperature=t,
+            seed=seed,
+            model_name="probe",
         )
         rows.append((t, measure_diversity(rollouts, measure)))
     chosen = next((t for t, d in rows if d >= target), rows[-1][0])
@@ -86,7 +93,9 @@ def parse_candidates(text: str) -> tuple[float, ...]:
         else:
             values = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise UsageError(f"bad temperature candidates {text!r}", hint="use START:STOP:STEP or a,b,c") from None
+        raise UsageError(
+            f"bad temperature candidates {text!r}", hint="use START:STOP:STEP or a,b,c"
+        ) from None
     if not values or any(v <= 0 for v in values):
         raise UsageError(f"bad temperature candidates {text!r}", hint="temperatures must be > 0")
     return values
@@ -115,7 +124,9 @@ class TemperatureSchedule:
             stages.append((int(m.group(2)), float(m.group(1))))
         stages.sort()
         if stages[0][0] != 0:
-            raise UsageError(f"temperature schedule {text!r} does not start at step 0", hint="add a stage T@0")
+            raise UsageError(
+                f"temperature schedule {text!r} does not start at step 0", hint="add a stage T@0"
+            )
         if len({s for s, _ in stages}) != len(stages):
             raise UsageError(f"temperature schedule {text!r} has two stages at one step")
         return cls(tuple(stages))
@@ -132,3 +143,37 @@ class TemperatureSchedule:
 
     def __str__(self) -> str:
         return ",".join(f"{t:g}@{start}" for start, t in self.stages)
+
+
+@dataclass(frozen=True)
+class TemperatureSpec:
+    """A ``--temperature`` as given, parsed once: a number, ``auto`` (chosen by measured diversity),
+    or a staged schedule ``T@STEP,...``. Exactly one of ``fixed``/``schedule`` is set unless auto."""
+
+    text: str
+    fixed: float | None = None
+    schedule: TemperatureSchedule | None = None
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None and self.schedule is None
+
+    @classmethod
+    def parse(cls, text: str | float) -> TemperatureSpec:
+        text = str(text).strip()
+        if text == "auto":
+            return cls(text)
+        if "@" in text:
+            return cls(text, schedule=TemperatureSchedule.parse(text))
+        try:
+            t = float(text)
+        except ValueError:
+            raise UsageError(
+                f"bad --temperature {text!r}", hint="a number, 'auto', or a schedule 'T@STEP,...'"
+            ) from None
+        if t < 0:
+            raise UsageError(f"--temperature {t:g} is negative", hint="0 is greedy; sampling uses > 0")
+        return cls(text, fixed=t)
+
+    def __str__(self) -> str:
+        return self.text

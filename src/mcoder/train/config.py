@@ -1,8 +1,11 @@
 """Training configuration: one dataclass, three presets, every knob overridable.
 
-Fields are grouped by concern; each docstring line is the help text. ``resolve(algo, overrides)``
-starts from a preset and applies the user's values; the resolved config is saved beside every
-checkpoint (``train_config.json``) so a run can be read back exactly.
+Fields are grouped by concern (``# --- name``: the help panel); each docstring line is the
+``--help`` text (``mcoder train``'s options are generated from these fields, ``mcoder.cli.options``)
+and a ``Literal`` type is the list of allowed values. ``resolve(algo, overrides)`` starts from a
+preset and applies the user's values; the resolved config is saved beside every checkpoint
+(``train_config.json``) so a run can be read back exactly. What the loop adds (steps, batch of
+problems, sampling, judging) is in ``mcoder.loop.config``.
 """
 
 from __future__ import annotations
@@ -11,17 +14,23 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
+from mcoder.config import check_choices, from_dict
 from mcoder.errors import UsageError
 
-ALGOS = ("grpo", "dapo", "microcoder-grpo")
+Algo = Literal["grpo", "dapo", "microcoder-grpo"]
+LossAgg = Literal["token", "sequence", "constant"]
+TruncationMode = Literal["none", "all", "conditional"]
+NonIncorrect = Literal["accepted", "accepted_or_no_code"]
+Dtype = Literal["float32", "bfloat16"]
+ALGOS: tuple[str, ...] = get_args(Algo)
 
 
 @dataclass
 class TrainConfig:
     # --- objective
-    algo: str = "microcoder-grpo"
+    algo: Algo = "microcoder-grpo"
     """Preset the other values started from: grpo, dapo or microcoder-grpo."""
     eps_low: float = 0.2
     """ε: the ratio is clipped below at 1-ε (for A < 0). GRPO/DAPO/MicroCoder: 0.2."""
@@ -31,32 +40,32 @@ class TrainConfig:
     """β: weight of the k3 KL to the reference model. 0 loads no reference model. GRPO 0.04."""
     kl_ratio_weighted: bool = False
     """Multiply the KL term by the ratio (DeepSeek-V3.2 unbiased KL gradient; TRL's use_bias_correction_kl)."""
-    loss_agg: str = "token"
+    loss_agg: LossAgg = "token"
     """Loss aggregation: token (Σ/tokens, DAPO), sequence (per-sequence mean, GRPO), constant (Σ/(B·L_max), Dr. GRPO)."""
     adv_eps: float = 1e-4
     """eps in A = (R - mean) / (std + eps)."""
-    temperature: float | None = None
-    """Sampling temperature T used for log π^T; None reads it from the rollout records."""
+    logprob_temperature: float | None = None
+    """T of the log-probs log π^T (the rollouts' sampling temperature); None reads it from the rollout records."""
     max_tokens: int | None = None
-    """L_max, the completion length limit; None reads it from the rollouts (their longest completion)."""
+    """L_max, the completion length limit; None reads it from the rollouts (their longest completion). The loop sets it to its sampling limit."""
 
     # --- truncated outputs
-    truncation: str = "conditional"
+    truncation: TruncationMode = "conditional"
     """What to do with outputs cut at L_max: none, all (DAPO: mask every one), conditional (MicroCoder)."""
     mask_rho: float = 0.1
     """ρ: probability that an eligible truncated output is masked (conditional mode)."""
     mask_repeat_m: int = 128
     """m: an output whose last m tokens repeat the m before them is never masked."""
-    mask_non_incorrect: str = "accepted_or_no_code"
+    mask_non_incorrect: NonIncorrect = "accepted_or_no_code"
     """Verdicts that count as non-incorrect: accepted, or accepted_or_no_code."""
     overlong_penalty: bool = False
     """DAPO's soft overlong punishment: reward falls linearly to -1 over the last overlong_cache tokens."""
     overlong_cache: int = 64
     """L_cache: length of the soft punishment zone before L_max."""
+
+    # --- dynamic sampling
     dynamic_sampling: bool = False
     """DAPO: drop groups whose rewards are all equal (no signal); the loop samples more problems."""
-    max_resample_rounds: int = 3
-    """Loop only: how many extra sampling rounds dynamic sampling may take to fill a batch."""
 
     # --- optimisation
     lr: float = 1e-6
@@ -89,52 +98,24 @@ class TrainConfig:
     """LoRA dropout."""
     lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
     """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
-    dtype: str = "float32"
+    dtype: Dtype = "float32"
     """Parameter dtype: float32 or bfloat16."""
     device: str = "auto"
     """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
 
-    # --- loop
-    steps: int = 1
-    """Loop only: rollout -> judge -> update steps to run."""
-    train_batch_size: int = 4
-    """Loop only: problems sampled per step."""
-    n: int = 4
-    """Loop only: G, samples per problem."""
-    sampling_temperature: str = "auto"
-    """Loop only: a float, or auto (MicroCoder: the smallest T whose diversity reaches the target)."""
-    save_every: int = 1
-    """Loop only: save a checkpoint every this many steps (and at the end)."""
-
     def validate(self) -> TrainConfig:
-        if self.algo not in ALGOS:
-            raise UsageError(f"unknown --algo {self.algo!r}", hint=f"choose one of {', '.join(ALGOS)}")
-        if self.loss_agg not in ("token", "sequence", "constant"):
-            raise UsageError(
-                f"unknown loss aggregation {self.loss_agg!r}", hint="token, sequence or constant"
-            )
-        if self.truncation not in ("none", "all", "conditional"):
-            raise UsageError(f"unknown truncation mode {self.truncation!r}", hint="none, all or conditional")
-        if self.mask_non_incorrect not in ("accepted", "accepted_or_no_code"):
-            raise UsageError("mask_non_incorrect must be accepted or accepted_or_no_code")
+        check_choices(self)
         if not 0 <= self.mask_rho <= 1:
             raise UsageError(f"mask_rho {self.mask_rho} is not a probability", hint="use a value in [0, 1]")
         if self.eps_low < 0 or self.eps_high < 0 or self.beta < 0:
             raise UsageError("eps_low, eps_high and beta must be >= 0")
-        for name in (
-            "mini_batch_size",
-            "micro_batch_size",
-            "steps",
-            "train_batch_size",
-            "n",
-            "mask_repeat_m",
-        ):
+        for name in ("mini_batch_size", "micro_batch_size", "mask_repeat_m"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
-        if self.temperature is not None and self.temperature <= 0:
+        if self.logprob_temperature is not None and self.logprob_temperature <= 0:
             raise UsageError("temperature must be > 0")
-        if self.dtype not in ("float32", "bfloat16"):
-            raise UsageError(f"unknown dtype {self.dtype!r}", hint="float32 or bfloat16")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UsageError(f"max_tokens {self.max_tokens} must be at least 1")
         return self
 
     def to_json(self) -> str:
@@ -142,11 +123,7 @@ class TrainConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> TrainConfig:
-        data = json.loads(Path(path).read_text())
-        known = {f.name for f in dataclasses.fields(cls)}
-        cfg = cls(**{k: v for k, v in data.items() if k in known})
-        cfg.adam_betas = tuple(cfg.adam_betas)
-        return cfg
+        return from_dict(cls, json.loads(Path(path).read_text()))
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -157,7 +134,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "beta": 0.04,
         "loss_agg": "sequence",
         "truncation": "none",
-        "sampling_temperature": "1.0",
     },
     # DAPO: clip-higher, no KL, token-level loss, truncated outputs masked, dynamic sampling.
     "dapo": {
@@ -167,7 +143,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "loss_agg": "token",
         "truncation": "all",
         "dynamic_sampling": True,
-        "sampling_temperature": "1.0",
     },
     # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
     # (rho 0.1, m 128), temperature chosen by diversity.
@@ -179,9 +154,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "truncation": "conditional",
         "mask_rho": 0.1,
         "mask_repeat_m": 128,
-        "sampling_temperature": "auto",
     },
 }
+
+
+# The sampling temperature each preset's loop uses (``mcoder.loop``; a --temperature spec).
+PRESET_TEMPERATURE: dict[str, str] = {"grpo": "1.0", "dapo": "1.0", "microcoder-grpo": "auto"}
 
 
 def resolve(algo: str, overrides: dict[str, Any] | None = None) -> TrainConfig:

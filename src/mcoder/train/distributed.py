@@ -24,6 +24,7 @@ same forwards anyway); it repeats work only when they are recomputed at all.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 from collections import Counter
@@ -95,6 +96,23 @@ def broadcast(obj: Any) -> Any:
     box = [obj if is_main() else None]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def broadcast_result(fn):
+    """``fn()`` on rank 0, its result (or its error) on every rank: no rank waits forever on a
+    collective that rank 0 never reaches because it raised. In one process: ``fn()``."""
+    if not dist.is_initialized():
+        return fn()
+    result, error = None, None
+    if is_main():
+        try:
+            result = fn()
+        except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
+            error = e
+    result, error = broadcast((result, error))
+    if error is not None:
+        raise error
+    return result
 
 
 def make_trainer(model_path: str, cfg: TrainConfig) -> Trainer:
@@ -181,25 +199,34 @@ class FSDPTrainer(Trainer):
 
     def save(self, out, extra_state=None, extra_files=None) -> Path:
         """Gather full weights and optimizer state (a collective), then rank 0 writes."""
-        self.gather_weights()
-        self._full_optimizer = _gather_optimizer_state(self.optimizer.state_dict())
-        try:
-            if is_main():
-                super().save(out, extra_state, extra_files)
-        finally:
-            self._full_weights = self._full_optimizer = None
+        with self.full_weights():
+            self._full_optimizer = _gather_optimizer_state(self.optimizer.state_dict())
+            try:
+                if is_main():
+                    super().save(out, extra_state, extra_files)
+            finally:
+                self._full_optimizer = None
         barrier()
         return Path(out)
 
-    def gather_weights(self) -> None:
-        """Full weights on rank 0's CPU for ``save_weights`` (every rank must call this)."""
+    def full_state_dict(self) -> dict:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        full = get_model_state_dict(self.model, options=opts)
+        return get_model_state_dict(
+            self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
+
+    @contextlib.contextmanager
+    def full_weights(self):
+        """Full weights on rank 0's CPU for ``save_weights`` (every rank must enter this)."""
+        full = self.full_state_dict()
         # a tied lm_head appears under two names here; keep the names one process would save
         names = {n for n, _ in self.model.named_parameters()} | {n for n, _ in self.model.named_buffers()}
         self._full_weights = {k: v for k, v in full.items() if k in names}
+        try:
+            yield
+        finally:
+            self._full_weights = None
 
     def save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder, state_dict=self._full_weights)

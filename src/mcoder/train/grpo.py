@@ -13,12 +13,10 @@ The loss is *minimised*, so it is -J.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-LossAgg = Literal["token", "sequence", "constant"]
-
+from mcoder.train.config import LossAgg
 
 # ------------------------------------------------------------------ log-probs
 

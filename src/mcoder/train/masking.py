@@ -18,10 +18,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-NonIncorrect = Literal["accepted", "accepted_or_no_code"]
-TruncationMode = Literal["none", "all", "conditional"]
+from mcoder.train.config import NonIncorrect, TruncationMode
 
 NON_INCORRECT_STATUSES: dict[str, frozenset[str]] = {
     "accepted": frozenset({"accepted"}),

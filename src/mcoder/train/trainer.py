@@ -10,6 +10,7 @@ step, so chained single-batch runs continue one schedule. ``train_on_batch`` doe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -126,8 +127,8 @@ class Trainer:
         return Prepared(samples, T, L_max, metrics)
 
     def _temperature(self, pairs, rollouts_name: str) -> float:
-        if self.cfg.temperature is not None:
-            return self.cfg.temperature
+        if self.cfg.logprob_temperature is not None:
+            return self.cfg.logprob_temperature
         temps = {r.temperature for r, _ in pairs}
         if None in temps or len(temps) != 1:
             raise DataError(
@@ -281,6 +282,14 @@ class Trainer:
     # weights and optimizer state between sharded tensors and the single-process checkpoint format.
     def wrap_policy(self, model):
         return model
+
+    def full_weights(self):
+        """A context in which ``save_weights`` writes whole weights (every rank enters it)."""
+        return contextlib.nullcontext()
+
+    def full_state_dict(self) -> dict:
+        """The policy's whole state dict (every rank calls this)."""
+        return self.model.state_dict()
 
     def save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder)

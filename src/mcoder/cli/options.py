@@ -1,0 +1,162 @@
+"""Command-line options generated from the configuration dataclasses: one declaration per setting.
+
+A field's type, docstring and section (``mcoder.config``) become the option's type, help text and
+help panel; a ``Literal``'s values are listed in the help and checked by the config. Every generated option defaults
+to None, meaning "not given": the dataclass (or the preset) decides, and its value is shown in the
+help. A subcommand lists its own few options by hand and adds these::
+
+    params = config_options(TrainConfig, skip={"seed"}, preset_values=PRESETS)
+    train = with_options(_train, [*explicit, *params])
+    ...
+    values = given(TrainConfig, kwargs)        # {field: value} of the options the user gave
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, get_args, get_origin
+
+import typer
+
+from mcoder.config import choices_of, field_docs, field_types, flag
+
+
+def _cli_type(tp: Any, name: str) -> Any:
+    """The type typer parses a field as (Optional stripped). A ``Literal`` is read as text and
+    checked by the config itself (``mcoder.config.check_choices``), the one place choices are
+    checked, whoever builds the config."""
+    values = choices_of(tp)
+    if values is not None:
+        return type(values[0])
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else str
+    return tp
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return "off" if value is False else "on" if value is True else str(value)
+
+
+def config_options(
+    cls: type,
+    *,
+    prefix: str = "",
+    flag_prefix: str = "",
+    skip: Iterable[str] = (),
+    only: Iterable[str] | None = None,
+    names: Mapping[str, tuple[str, ...]] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    preset_values: Mapping[str, Mapping[str, Any]] | None = None,
+    panel: str | None = None,
+    note: str = "",
+) -> list[inspect.Parameter]:
+    """Keyword parameters, one per field of ``cls``, for a typer command.
+
+    ``prefix`` is put before each parameter name (and ``flag_prefix`` before each flag) so two
+    dataclasses with a field of the same name can share a command; ``names`` overrides a field's
+    flags; ``defaults`` are the values the command uses when the option is not given (shown in
+    the help); ``preset_values`` (preset -> field -> value) are shown after the help text."""
+    docs, types_ = field_docs(cls), field_types(cls)
+    skip, only = set(skip), (set(only) if only is not None else None)
+    names, defaults = names or {}, defaults or {}
+    params = []
+    for f in dataclasses.fields(cls):
+        if f.name in skip or (only is not None and f.name not in only) or not f.init:
+            continue
+        if dataclasses.is_dataclass(types_[f.name]):
+            continue
+        doc = docs.get(f.name)
+        help_text = (doc.help if doc else "") + note
+        default = defaults.get(f.name, _field_default(f))
+        presets = {p: v[f.name] for p, v in (preset_values or {}).items() if f.name in v}
+        if presets:
+            help_text += " (" + ", ".join(f"{p} {_shown(v)}" for p, v in presets.items()) + ")"
+        elif default is not None and default is not dataclasses.MISSING:
+            help_text += f" (default {_shown(default)})"
+        tp = _cli_type(types_[f.name], f"{cls.__name__}_{f.name}")
+        name = flag(flag_prefix + f.name)
+        # a switch that is on by default (or in a preset) can also be turned off
+        negatable = tp is bool and (default is True or True in presets.values())
+        decls = names.get(f.name) or ((f"{name}/--no-{name[2:]}",) if negatable else (name,))
+        section = panel or (doc.section.capitalize() if doc and doc.section else None)
+        choices = choices_of(types_[f.name])
+        if (
+            choices is not None
+        ):  # listed in the help (a long <a|b|c> would squeeze the flag names at 80 columns)
+            help_text += " Choices: " + ", ".join(map(str, choices)) + "."
+        metavar = (
+            ""
+            if tp is bool
+            else "<choice>"
+            if choices is not None
+            else "<x y>"
+            if get_origin(tp) is tuple
+            else None
+        )
+        option = typer.Option(
+            *decls, help=help_text, rich_help_panel=section, show_default=False, metavar=metavar
+        )
+        params.append(
+            inspect.Parameter(
+                prefix + f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=Annotated[tp | None, option],
+            )
+        )
+    return params
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def given(cls: type, values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{field: value}`` of the options of ``cls`` that the user gave (not None), as plain values."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        v = values.get(prefix + f.name)
+        if v is None:
+            continue
+        if isinstance(v, list) and get_origin(field_types(cls)[f.name]) is tuple:
+            v = tuple(v)
+        out[f.name] = v
+    return out
+
+
+def with_options(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Callable[..., Any]:
+    """``fn(**values)`` as a typer command whose options are ``params``."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        return fn(**kwargs)
+
+    del command.__wrapped__  # typer must read the signature below, not fn's
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+def option(
+    name: str, tp: Any, *decls: str, default: Any = None, help: str, panel: str | None = None
+) -> inspect.Parameter:
+    """One hand-written option as a parameter for ``with_options``."""
+    metavar = "" if tp is bool else None
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[tp, typer.Option(*decls, help=help, rich_help_panel=panel, metavar=metavar)],
+    )

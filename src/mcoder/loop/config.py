@@ -1,0 +1,109 @@
+"""What ``mcoder train --loop`` runs with: a ``TrainConfig`` (the update), a ``SamplingConfig``
+(the rollouts), a ``JudgeConfig`` (the rewards), and the few settings of the loop itself.
+
+The resolved whole is saved as ``RUN/config.json``; a resumed run must match it (``steps`` may
+grow, and how many judge workers or how often to save may change: they change no result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mcoder.config import check_choices
+from mcoder.errors import UsageError
+from mcoder.judge.config import JudgeConfig
+from mcoder.rollout.sampling import SamplingConfig
+from mcoder.train.config import TrainConfig
+
+Engine = Literal["hf", "vllm"]
+
+# Settings a resumed run may change: they decide how long or how fast, never what is computed.
+RESUMABLE_CHANGES = frozenset({"steps", "save_every", "workers", "tensor_parallel_size"})
+
+
+@dataclass
+class LoopConfig:
+    model: str
+    """Model folder to start from (ignored when RUN/checkpoint exists: the run resumes)."""
+    problems: Path
+    """Training problems JSONL."""
+    run_dir: Path
+    """Run folder: per-step files, metrics and the checkpoint."""
+
+    # --- loop
+    steps: int = 1
+    """Rollout -> judge -> update steps to run (a finished run may be extended)."""
+    train_batch_size: int = 4
+    """Problems sampled per step."""
+    save_every: int = 1
+    """Save a checkpoint every this many steps (and at the end)."""
+    max_resample_rounds: int = 3
+    """With dynamic sampling: how many extra sampling rounds may be taken to fill a batch."""
+    engine: Engine = "hf"
+    """Rollout engine: hf (the live policy) or vllm (needs --lora-rank: the adapter is handed over each step)."""
+    tensor_parallel_size: int = 1
+    """vllm: GPUs the rollout engine's model copy is split over."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+
+    def validate(self) -> LoopConfig:
+        check_choices(self)
+        for name in ("steps", "train_batch_size", "save_every", "tensor_parallel_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(
+                    f"--{name.replace('_', '-')} must be at least 1", hint=f"got {getattr(self, name)}"
+                )
+        self.sampling.validate()
+        # L_max of the update is the limit the rollouts were sampled with, not their longest one:
+        # the overlong penalty and the constant loss normaliser depend on it.
+        self.train.max_tokens = self.sampling.max_tokens
+        self.train.validate()
+        if self.engine == "vllm" and self.train.lora_rank <= 0:
+            raise UsageError(
+                "--engine vllm in the loop needs LoRA (--lora-rank > 0)",
+                hint="the adapter is handed to vLLM each step; full-weight sync into vLLM is not "
+                "implemented, use --engine hf for full fine-tuning",
+            )
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that decides the run's results, by section (saved as RUN/config.json)."""
+        loop = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("train", "sampling", "judge", "model", "problems", "run_dir")
+        }
+        return {
+            "model": self.model,
+            "problems": str(self.problems),
+            "loop": loop,
+            "train": dataclasses.asdict(self.train),
+            "sampling": dataclasses.asdict(self.sampling),
+            "judge": dataclasses.asdict(self.judge),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.settings(), indent=2, sort_keys=True, default=str)
+
+
+def changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Names of the settings that differ between two ``settings()`` dicts (plain names; a name
+    shared by two sections is written section.name)."""
+
+    def flat(d: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for section in ("loop", "train", "sampling", "judge"):
+            for k, v in (d.get(section) or {}).items():
+                out[f"{section}.{k}"] = v
+        return out
+
+    a, b = flat(json.loads(json.dumps(before, default=str))), flat(json.loads(json.dumps(now, default=str)))
+    names = sorted(k for k in b if k.split(".", 1)[1] not in RESUMABLE_CHANGES and a.get(k) != b[k])
+    short = [k.split(".", 1)[1] for k in names]
+    return [s if short.count(s) == 1 else k for s, k in zip(short, names, strict=True)]

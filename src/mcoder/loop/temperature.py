@@ -1,0 +1,100 @@
+"""The loop's sampling temperature, step by step: fixed, a staged schedule, or chosen by
+measured diversity in stages (MicroCoder's diversity-determined temperature)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from mcoder.console import info
+from mcoder.records import Problem
+from mcoder.rollout.sampling import SamplingConfig
+
+
+def temperature_by_step(
+    sampling: SamplingConfig,
+    seed: int,
+    record: Path,
+    engine,
+    tokenizer,
+    problems: list[Problem],
+    first_step: int,
+) -> Callable[[int], float]:
+    """step -> T. A schedule 'T@STEP,...' counts its stages from step 0 = the loop's step 1."""
+    spec = sampling.spec
+    if spec.auto:
+        return DiversityStages(sampling, seed, record, engine, tokenizer, problems, first_step)
+    if spec.schedule is not None:
+        return lambda step: spec.schedule.at(step - 1)
+    record.write_text(json.dumps({"temperature": spec.fixed}))
+    return lambda step: spec.fixed
+
+
+class DiversityStages:
+    """The diversity-determined temperature, changed only in stages.
+
+    A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
+    1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
+    that moment and the smallest T whose diversity reaches the target holds until the next stage.
+    Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
+    ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at
+    or before its first step (their policy was checkpointed) and measures the later ones again.
+    """
+
+    def __init__(
+        self, sampling: SamplingConfig, seed: int, record: Path, engine, tokenizer, problems, first_step: int
+    ):
+        self.sampling, self.seed, self.record = sampling, seed, record
+        self.engine, self.tokenizer = engine, tokenizer
+        self.every = sampling.temperature_stage_steps
+        self.target = sampling.diversity_target
+        self.probe = random.Random(seed).sample(problems, min(sampling.probe_problems, len(problems)))
+        self.stages: list[dict] = []
+        if record.exists():
+            old = json.loads(record.read_text())
+            stages = old.get("stages") or (  # a record written before stages existed: one stage
+                [{"from_step": 1, "temperature": old["temperature"], "table": old.get("table", [])}]
+                if "temperature" in old and "table" in old
+                else []
+            )
+            self.stages = [s for s in stages if s["from_step"] <= first_step]
+
+    def boundary(self, step: int) -> bool:
+        return step == 1 or (self.every > 0 and (step - 1) % self.every == 0)
+
+    def __call__(self, step: int) -> float:
+        if not any(s["from_step"] == step for s in self.stages) and (
+            self.boundary(step) or not any(s["from_step"] <= step for s in self.stages)
+        ):
+            self._measure(step)
+        return max((s for s in self.stages if s["from_step"] <= step), key=lambda s: s["from_step"])[
+            "temperature"
+        ]
+
+    def _measure(self, step: int) -> None:
+        from mcoder.rollout.temperature import select_temperature
+
+        s = self.sampling
+        chosen, table = select_temperature(
+            self.engine,
+            self.tokenizer,
+            self.probe,
+            candidates=s.temperature_candidates,
+            target=self.target,
+            n=max(s.n, 2),
+            max_tokens=s.max_tokens,
+            seed=self.seed + step,
+            measure=s.diversity_measure,
+        )
+        self.stages = [x for x in self.stages if x["from_step"] < step]
+        self.stages.append({"from_step": step, "temperature": chosen, "table": table})
+        latest = {"temperature": chosen, "target": self.target, "table": table}
+        tmp = self.record.with_name(self.record.name + ".part")
+        tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
+        tmp.replace(self.record)
+        info(
+            f"step {step}: temperature {chosen} chosen by diversity (target {self.target}): "
+            + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
+        )

@@ -1,0 +1,64 @@
+"""How a policy is sampled: group size, length limit, temperature and its choice by diversity.
+
+One declaration for the settings ``train --loop`` samples with; each field's docstring is its
+``--help`` text. Defaults are the loop's (small batches on one machine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcoder.config import check_choices
+from mcoder.errors import UsageError
+from mcoder.rollout.diversity import MEASURES
+from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, TemperatureSpec
+
+
+@dataclass
+class SamplingConfig:
+    # --- sampling
+    n: int = 4
+    """Samples per problem (GRPO's group size G)."""
+    max_tokens: int = 512
+    """L_max: most completion tokens; a sample cut here has finish_reason 'length'."""
+    temperature: str = "1.0"
+    """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
+
+    # --- temperature selection
+    diversity_target: float = DEFAULT_TARGET
+    """With temperature auto: the smallest mean group diversity the chosen T must reach."""
+    temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
+    """With temperature auto: the temperatures probed, lowest first."""
+    probe_problems: int = 8
+    """With temperature auto: problems sampled at each candidate temperature to measure D(T)."""
+    diversity_measure: str = "lexical"
+    """With temperature auto: lexical (distinct n-grams) or program (distinct normalised programs)."""
+    temperature_stage_steps: int = 0
+    """With temperature auto: measure diversity again every K steps and re-pick T (a new stage; 0: once, before step 1)."""
+
+    def validate(self) -> SamplingConfig:
+        check_choices(self)
+        self.temperature = str(self.temperature)
+        spec = self.spec  # parses, or a usage error naming the flag
+        if self.n < 1:
+            raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
+        if self.max_tokens < 1:
+            raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
+        if spec.auto and self.n < 2:
+            raise UsageError("--temperature auto measures diversity within groups", hint="pass --n 2 or more")
+        if self.temperature_stage_steps < 0:
+            raise UsageError(
+                f"bad --temperature-stage-steps {self.temperature_stage_steps}",
+                hint="0 (choose T once) or a number of steps per stage",
+            )
+        if self.diversity_measure not in MEASURES:
+            raise UsageError(
+                f"unknown --diversity-measure {self.diversity_measure!r}",
+                hint=f"use one of {', '.join(MEASURES)}",
+            )
+        self.temperature_candidates = tuple(self.temperature_candidates)
+        return self
+
+    @property
+    def spec(self) -> TemperatureSpec:
+        return TemperatureSpec.parse(self.temperature)
