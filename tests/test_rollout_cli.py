@@ -173,3 +173,69 @@ def test_engine_vllm_without_vllm_exits_4_with_an_install_hint(tiny_model, src, 
 def test_engine_auto_says_which_engine(tiny_model, src, tmp_path):
     res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "auto", "--limit", "1")
     assert res.exit_code == 0 and "engine: hf (vllm is not installed)" in res.stderr
+
+
+# ---- issue 15: prompts measured (row 4), input checked before the model (row 9)
+
+
+@pytest.fixture
+def with_long(tmp_path):
+    """The three problems, and one whose prompt alone is longer than the tiny model's context."""
+    path = tmp_path / "long.jsonl"
+    long = dataclasses.replace(problems(1)[0], id="huge", question="xq zv " * 2500)
+    rows = [problems(3)[0], long, *problems(3)[1:]]
+    path.write_bytes(b"".join(orjson.dumps(dataclasses.asdict(p)) + b"\n" for p in rows))
+    return path
+
+
+def test_a_prompt_longer_than_the_context_is_skipped_counted_and_named(tiny_model, with_long, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rollout(tiny_model, with_long, out)
+    assert res.exit_code == 0, res.output
+    assert {r.problem_id for r in read_records(out, Rollout)} == {p.id for p in problems(3)}
+    assert "prompts too long (skipped)" in res.stderr and "huge" in res.stderr
+    assert "1 problems skipped" in res.stderr and "context of 2048" in res.stderr
+
+
+def test_long_prompts_error_refuses_before_sampling(tiny_model, with_long, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rollout(tiny_model, with_long, out, "--long-prompts", "error")
+    assert res.exit_code == 3, res.output
+    assert f"{with_long}:2" in res.stderr and "'huge'" in res.stderr and "--long-prompts skip" in res.stderr
+    assert not out.exists() and not (tmp_path / "r.jsonl.part").exists()
+
+
+def test_max_tokens_beyond_the_context_is_a_usage_error(tiny_model, src, tmp_path):
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--max-tokens", "4096")
+    assert res.exit_code == 2 and "context is 2048" in res.stderr
+
+
+def test_empty_problems_exit_3_before_any_model_is_loaded(tiny_model, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    res = rollout(tiny_model, empty, tmp_path / "r.jsonl")
+    assert res.exit_code == 3 and f"{empty}: no problems in the file" in res.stderr
+    assert "engine:" not in res.stderr and not (tmp_path / "r.jsonl.part").exists()
+
+
+def test_duplicate_problem_ids_name_the_line_before_any_model_is_loaded(tiny_model, src, tmp_path):
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text(src.read_text() + src.read_text().splitlines(keepends=True)[1])
+    res = rollout(tiny_model, dup, tmp_path / "r.jsonl")
+    assert res.exit_code == 3 and f"{dup}:4" in res.stderr and "first on line 2" in res.stderr
+
+
+def test_problems_from_stdin_are_read_once_and_sampled(tiny_model, src, tmp_path):
+    out = tmp_path / "r.jsonl"
+    args = ["rollout", "-p", "-", "-m", str(tiny_model), "-o", str(out), "--n", "2", "--max-tokens", "4",
+            "--engine", "hf", "-q"]  # fmt: skip
+    res = runner.invoke(app, args, input=src.read_text())
+    assert res.exit_code == 0, res.output
+    assert len(list(read_records(out, Rollout))) == 6
+
+
+def test_out_naming_the_problems_file_is_refused(tiny_model, src):
+    before = src.read_bytes()
+    res = rollout(tiny_model, src, src)
+    assert res.exit_code == 2 and "is also the problems input" in res.stderr
+    assert src.read_bytes() == before
