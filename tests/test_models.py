@@ -21,8 +21,8 @@ _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 
 @pytest.fixture(scope="module")
 def folders(tiny_model, tmp_path_factory):
-    """Copies of the tiny model: one without weights, one without tokenizer, one with extra EOS ids,
-    one whose tokenizer has no pad token, and a LoRA adapter on it."""
+    """Copies of the tiny model: without weights, with a shard of its index missing, without
+    tokenizer, with extra EOS ids, with no pad token; and a LoRA adapter on it."""
     root = tmp_path_factory.mktemp("model-folders")
 
     def copy(name, drop=()):
@@ -33,11 +33,15 @@ def folders(tiny_model, tmp_path_factory):
     eos = copy("eos")
     _edit_json(eos / "config.json", eos_token_id=5)
     _edit_json(eos / "generation_config.json", eos_token_id=[2, 7])
+    half = copy("half-sharded")
+    shards = {"weight_map": {"a": "model.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    (half / "model.safetensors.index.json").write_text(json.dumps(shards))
     no_pad = copy("no-pad")
     _edit_json(no_pad / "tokenizer_config.json", pad_token=None)
     return {
         "no-weights": copy("no-weights", ["*.safetensors"]),
         "no-tokenizer": copy("no-tokenizer", ["tokenizer.json"]),
+        "half-sharded": half,
         "eos": eos,
         "no-pad": no_pad,
         "adapter": make_lora_adapter(tiny_model, root / "adapter"),
@@ -78,6 +82,7 @@ def test_an_adapter_folder_resolves_to_its_base(tiny_model, folders):
         ("nowhere", "no such folder"),
         ("empty", "no config.json"),
         ("no-weights", "no weights"),
+        ("half-sharded", "no weights model-00002-of-00002.safetensors"),
         ("no-tokenizer", "no tokenizer"),
     ],
 )

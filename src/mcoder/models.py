@@ -95,9 +95,10 @@ def _check_full_dir(p: Path, what: str) -> Path:
         )
     if not (p / "config.json").is_file():
         raise UsageError(f"{what}: no config.json there", hint=FOLDER_HINT)
-    if not any(any(p.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+    missing = _missing_weights(p)
+    if missing:
         raise UsageError(
-            f"{what}: no weights there (*.safetensors, pytorch_model*.bin or a sharded index)",
+            f"{what}: {missing}",
             hint="the folder is incomplete: copy the weight files into it, or save the model again "
             "with save_pretrained",
         )
@@ -107,6 +108,18 @@ def _check_full_dir(p: Path, what: str) -> Path:
             hint="save the tokenizer beside the model: tokenizer.save_pretrained(folder)",
         )
     return p
+
+
+def _missing_weights(p: Path) -> str | None:
+    """What is missing of the weights, or None: no weight file at all, or shards an index names."""
+    if not any(any(p.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        return "no weights there (*.safetensors, pytorch_model*.bin or a sharded index)"
+    for index in p.glob("*.index.json"):
+        shards = sorted(set(json.loads(index.read_text()).get("weight_map", {}).values()))
+        absent = [name for name in shards if not (p / name).is_file()]
+        if absent:
+            return f"no weights {', '.join(absent)} there ({index.name} names them)"
+    return None
 
 
 def _has_tokenizer(p: Path) -> bool:
