@@ -9,7 +9,7 @@ import pytest
 
 from mcoder.dataset.build import build
 from mcoder.dataset.config import BuildConfig
-from mcoder.dataset.filter import FilterConfig
+from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import read_records
 from mcoder.records import Problem, to_dict

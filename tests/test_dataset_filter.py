@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from helpers.dataset_real import examples, real
-from mcoder.dataset.decontam import BenchIndex, decontaminate, load_bench
-from mcoder.dataset.dedup import dedup, exact_duplicates, near_duplicates
-from mcoder.dataset.difficulty import difficulty_band, parse_band, read_pass_counts
-from mcoder.dataset.filter import (
+from mcoder.dataset.filter.decontam import BenchIndex, decontaminate, load_bench
+from mcoder.dataset.filter.dedup import dedup, exact_duplicates, near_duplicates
+from mcoder.dataset.filter.difficulty import difficulty_band, parse_band, read_pass_counts
+from mcoder.dataset.filter.special_judge import special_judge_phrase
+from mcoder.dataset.filter.steps import (
     FilterConfig,
     cap_tests,
     freshness,
@@ -20,7 +21,6 @@ from mcoder.dataset.filter import (
     special_judge,
     statement_length,
 )
-from mcoder.dataset.special_judge import special_judge_phrase
 from mcoder.errors import UsageError
 from mcoder.jsonl import RecordWriter, dumps
 from mcoder.records import Problem, Test, Verdict

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from helpers.dataset_real import EXAMPLES, examples, real
 from mcoder.cli.app import app
 from mcoder.dataset import refine
-from mcoder.dataset.filter import FilterConfig
+from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.refine import Refiner, run_filter_verify
 from mcoder.dataset.report import Removal, StageResult, build_report, summarize, write_report
 from mcoder.dataset.verify import VerifyConfig

@@ -113,8 +113,8 @@ def register(app: typer.Typer) -> None:
         from mcoder.console import emit
         from mcoder.dataset.build import build as run_build
         from mcoder.dataset.config import BuildConfig
-        from mcoder.dataset.difficulty import parse_band
-        from mcoder.dataset.filter import FilterConfig
+        from mcoder.dataset.filter.difficulty import parse_band
+        from mcoder.dataset.filter.steps import FilterConfig
         from mcoder.dataset.verify import VerifyConfig
         from mcoder.errors import UsageError
 

@@ -4,12 +4,12 @@ The paper's four stages, each a module, chained over a stream of rows and proble
 
     collect  (collect.py: find files, read rows, pick each file's format)
       -> process  (process.py: row -> Problem; statement, interactive and unique-id checks)
-      -> filter   (filter.py: --min-tests, --after, special judge, dedup, decontamination, ...)
+      -> filter   (filter/: --min-tests, --after, special judge, dedup, decontamination, ...)
       -> verify   (verify.py: reference solutions against the tests, with --verify)
       -> RecordWriter (resumable, in input order, so the same inputs give the same bytes)
 
 Every row that gives no problem and every problem a stage removes is counted once
-(``summary.Tally``), shown in the tables and, with ``--report``, listed in the report; the
+(``tally.Tally``), shown in the tables and, with ``--report``, listed in the report; the
 report never changes what is written.
 
 The output is claimed first (``mcoder.outputs``): one writer at a time, and ``OUT.meta.json``
@@ -31,7 +31,7 @@ from mcoder.dataset.process import STAGE, process
 from mcoder.dataset.refine import Refiner
 from mcoder.dataset.report import Removal, StageResult, write_report
 from mcoder.dataset.sources import Source
-from mcoder.dataset.summary import Tally, render
+from mcoder.dataset.tally import Tally, render
 from mcoder.errors import DataError
 from mcoder.jsonl import RecordWriter
 from mcoder.outputs import claim_output, sidecar_path

@@ -14,7 +14,7 @@ from typing import Any
 from mcoder.console import info
 from mcoder.dataset.adapters import ADAPTERS, FORMATS, Adapter, detect
 from mcoder.dataset.sources import RowRef, Source, expand
-from mcoder.dataset.summary import FileCount, Tally
+from mcoder.dataset.tally import FileCount, Tally
 from mcoder.errors import UsageError
 
 

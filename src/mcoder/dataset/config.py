@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcoder.dataset.filter import FilterConfig
+from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.verify import VerifyConfig
 from mcoder.errors import UsageError
 

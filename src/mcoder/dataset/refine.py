@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from mcoder.dataset.filter import FilterConfig, filter_steps, run_steps
+from mcoder.dataset.filter.steps import FilterConfig, filter_steps, run_steps
 from mcoder.dataset.report import Histograms, StageResult, build_report
 from mcoder.dataset.verify import VerifyConfig, verify_batches
 from mcoder.records import Problem

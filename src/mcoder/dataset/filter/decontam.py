@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcoder.dataset.dedup import testset_signature, words
+from mcoder.dataset.filter.dedup import testset_signature, words
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.records import Problem
 

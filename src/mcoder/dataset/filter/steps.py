@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from mcoder.dataset.filter.special_judge import special_judge_phrase
 from mcoder.dataset.report import Removal, StageResult
-from mcoder.dataset.special_judge import special_judge_phrase
 from mcoder.errors import UsageError
 from mcoder.records import Problem
 
@@ -213,7 +213,7 @@ def filter_steps(cfg: FilterConfig) -> list[Step]:
     mode = cfg.special_judge
     steps.append(lambda ps: special_judge(ps, keep=mode != "drop", flag=mode == "flag"))
     if cfg.dedup:
-        from mcoder.dataset.dedup import dedup
+        from mcoder.dataset.filter.dedup import dedup
 
         steps.append(lambda ps: dedup(ps, cfg.dedup_threshold))
     if cfg.decontaminate:
@@ -226,14 +226,14 @@ def filter_steps(cfg: FilterConfig) -> list[Step]:
 
 
 def _decontaminate_step(cfg: FilterConfig) -> Step:
-    from mcoder.dataset.decontam import BenchIndex, decontaminate, load_bench
+    from mcoder.dataset.filter.decontam import BenchIndex, decontaminate, load_bench
 
     index = BenchIndex.build(load_bench(cfg.decontaminate), cfg.ngram)  # read before any work starts
     return lambda ps: decontaminate(ps, index, cfg.decontam_min_overlap)
 
 
 def _difficulty_step(cfg: FilterConfig) -> Step:
-    from mcoder.dataset.difficulty import difficulty_band, read_pass_counts
+    from mcoder.dataset.filter.difficulty import difficulty_band, read_pass_counts
 
     counts = read_pass_counts(cfg.difficulty_from)
     lo, hi = cfg.keep_pass_rate

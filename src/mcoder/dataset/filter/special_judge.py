@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mcoder.dataset.dedup import words
+from mcoder.dataset.filter.dedup import words
 
 _VERB = r"(?:print|output|return|write)"
 _PATTERNS = (
