@@ -334,6 +334,7 @@ def test_empty_input_exits_3_and_leaves_no_part_file(files, which):
     r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
     assert r.exit_code == 3 and f"no {which} in the file" in r.stderr
     assert not out.exists() and not Path(str(out) + ".part").exists()
+    assert not Path(str(out) + ".meta.json").exists()
 
 
 def test_rejected_inputs_leave_no_part_file(files, tmp_path):

@@ -163,7 +163,12 @@ def claim_output(
             _discard(out, kind)  # ours (checked above), and made with other settings: start over
         if not claim.finished:
             _write_sidecar(out, stage, now_settings, now_inputs, finished=None)
-        yield claim
+        try:
+            yield claim
+        except BaseException:
+            if not claim.finished and not os.path.lexists(out) and not os.path.lexists(out + ".part"):
+                sidecar_path(out).unlink(missing_ok=True)  # refused before writing: leave nothing
+            raise
 
 
 def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: bool) -> None:

@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
                 raise UsageError("verdict files given without --merge", hint="add --merge to join them")
             if problems is not None or shard is not None:
                 raise UsageError("--merge joins verdict files; it takes no --problems or --shard")
-            merge_verdicts(parts or [], out, rollouts)
+            merge_verdicts(parts or [], out, rollouts, overwrite=overwrite)
             if str(out) != "-":
                 emit(str(out))
             return

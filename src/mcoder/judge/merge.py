@@ -9,36 +9,43 @@ of thousands of verdicts never sit in memory; the merged file is written in a se
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from mcoder import console
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import RecordWriter, display_name, iter_objects
+from mcoder.outputs import claim_output
 from mcoder.records import Rollout, Verdict, from_dict
 
 SHOWN_IDS = 5  # missing ids named in an error
 
 
-def merge_verdicts(parts: Sequence[Path | str], out: Path | str, rollouts: Path | str | None = None) -> int:
-    """Check the parts, then write them to ``out`` in part order; the number of verdicts."""
+def merge_verdicts(
+    parts: Sequence[Path | str], out: Path | str, rollouts: Path | str | None = None, overwrite: bool = False
+) -> int:
+    """Check the parts, then write them to ``out`` in part order; the number of verdicts.
+
+    ``out`` is claimed as any stage's output (``outputs.py``): locked, never one of the parts,
+    and a rerun with the same parts is a no-op."""
     if not parts:
         raise UsageError("--merge needs the verdict files of the shards", hint="e.g. --merge v.*.jsonl")
-    if str(out) != "-" and any(os.path.abspath(p) == os.path.abspath(out) for p in parts):
-        raise UsageError(f"--out {out} is also one of the parts", hint="write the merge to a new file")
-    seen = _index_parts(parts)
-    if rollouts is not None:
-        _check_against_rollouts(seen, rollouts, len(parts))
-    writer = RecordWriter(out, "rollout_id", resume=False)
-    try:
-        for part in parts:
-            for _, obj in iter_objects(part):
-                writer.write(obj)
-        writer.finish()
-    except BaseException:
-        writer.close()
-        raise
+    inputs = {f"part {i + 1}": p for i, p in enumerate(parts)} | {"rollouts": rollouts}
+    with claim_output(
+        out, stage="judge --merge", settings={"parts": len(parts)}, inputs=inputs,
+        overwrite=overwrite, expect=("rollout_id",),
+    ) as claim:  # fmt: skip
+        if claim.finished:
+            console.info(claim.finished_message)
+            return 0
+        seen = _index_parts(parts)
+        if rollouts is not None:
+            _check_against_rollouts(seen, rollouts, len(parts))
+        with RecordWriter(out, "rollout_id", resume=False) as writer:
+            for part in parts:
+                for _, obj in iter_objects(part):
+                    writer.write(obj)
+        claim.mark_finished()
     console.info(f"merged {len(seen)} verdicts from {len(parts)} parts")
     return len(seen)
 
