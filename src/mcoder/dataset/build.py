@@ -56,6 +56,8 @@ def build(config: BuildConfig) -> Tally:
             with open(config.out, "rb") as f:
                 tally.problems = sum(1 for line in f if line.strip())
             info(f"{claim.finished_message}; {tally.problems} problems")
+            if config.report:
+                info(f"{config.report} is left as it is: nothing was built")
             return tally
         try:
             _run(config, sources, tally, resume=claim.resume)
