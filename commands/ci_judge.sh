@@ -8,6 +8,14 @@
 # A regression is a problem whose baseline verdict passed and whose current one does not (or
 # that has no solution file any more); the job prints each one and exits 1. New passes are
 # reported and never fail the job. --update-baseline writes the current verdicts as the baseline.
+#
+# Exit codes, so that CI can tell a worse solution from a broken job:
+#   0  no regression
+#   1  regression (each one printed)
+#   2  usage: unknown or missing arguments (or mcoder judge refused its flags)
+#   3  bad input: no <problem_id>.py files in DIR, no baseline file, unreadable problems or verdicts
+#   4  missing environment (e.g. no sandbox for mcoder judge)
+#   5  internal error: mcoder or this script failed in a way that is a bug, not a verdict
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -22,7 +30,8 @@ usage: $(basename "$0") --problems FILE --solutions DIR --baseline FILE [--out D
   --out DIR          where rollouts.jsonl and verdicts.jsonl go (default runs/ci-judge)
   --update-baseline  copy the current verdicts over the baseline and exit 0
   --smoke            self-check on examples/problems: a clean run passes, a broken solution fails
-Exit: 0 no regression, 1 regression, 2 usage, 3 bad data (from mcoder judge).
+Exit: 0 no regression, 1 regression, 2 usage, 3 bad input (no solution files, no baseline,
+bad data), 4 missing environment, 5 internal error.
 Calls \$MCODER (default: mcoder on PATH).
 USAGE
 }
@@ -41,16 +50,29 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+EXIT_REGRESSION=1 EXIT_BAD_INPUT=3 EXIT_INTERNAL=5
+bad_input() { printf 'error: %s\n' "$*" >&2; exit $EXIT_BAD_INPUT; }
+
+# passthrough RC: exit with mcoder's code where it means usage, data or environment; else internal.
+passthrough() {
+  case "$1" in
+    2|3|4) exit "$1" ;;
+    130) exit 130 ;;
+    *) printf 'error: internal error (exit %s); see the messages above\n' "$1" >&2; exit $EXIT_INTERNAL ;;
+  esac
+}
+
 # judge_folder PROBLEMS SOLUTIONS OUT: solution files -> rollouts.jsonl -> verdicts.jsonl
 judge_folder() {
-  local problems="$1" solutions="$2" out="$3"
+  local problems="$1" solutions="$2" out="$3" rc=0
   mkdir -p "$out"
-  python3 - "$solutions" "$out/rollouts.jsonl" <<'PY'
+  python3 - "$solutions" "$out/rollouts.jsonl" <<'PY' || passthrough $?
 import json, pathlib, sys
 folder, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 files = sorted(folder.glob("*.py"))
 if not files:
-    sys.exit(f"error: no <problem_id>.py files in {folder}")
+    print(f"error: no <problem_id>.py files in {folder}", file=sys.stderr)
+    sys.exit(3)
 with out.open("w") as f:
     for p in files:
         pid = p.stem
@@ -58,20 +80,27 @@ with out.open("w") as f:
 print(f"{len(files)} solution files", file=sys.stderr)
 PY
   "${MC[@]}" judge --problems "$problems" --rollouts "$out/rollouts.jsonl" --out "$out/verdicts.jsonl" \
-    --overwrite -q
+    --overwrite -q || rc=$?
+  [[ $rc == 0 ]] || passthrough "$rc"
 }
 
-# compare BASELINE CURRENT: print pass counts, regressions and new passes; exit 1 on a regression.
+# compare BASELINE CURRENT: print pass counts, regressions and new passes; returns 1 on a
+# regression, exits 3 on an unreadable verdicts file and 5 when the comparison itself fails.
 compare() {
-  python3 - "$1" "$2" <<'PY'
+  local rc=0
+  python3 - "$1" "$2" <<'PY' || rc=$?
 import json, sys
 def passed(path):
     out = {}
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                v = json.loads(line)
-                out[v["problem_id"]] = (bool(v["passed"]), v.get("status", "?"))
+    try:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    v = json.loads(line)
+                    out[v["problem_id"]] = (bool(v["passed"]), v.get("status", "?"))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {path}:{n if 'n' in locals() else 0}: not a verdicts file ({e!r})", file=sys.stderr)
+        sys.exit(3)
     return out
 base, now = passed(sys.argv[1]), passed(sys.argv[2])
 was = {p for p, (ok, _) in base.items() if ok}
@@ -82,8 +111,14 @@ for p in sorted(nowp - was):
     print(f"  new pass   {p}")
 for p in regressed:
     print(f"  REGRESSION {p}: {now[p][1] if p in now else 'no solution file'}")
-sys.exit(1 if regressed else 0)
+sys.exit(10 if regressed else 0)
 PY
+  case "$rc" in
+    0) return 0 ;;
+    10) return $EXIT_REGRESSION ;;
+    3) exit $EXIT_BAD_INPUT ;;
+    *) printf 'error: internal error comparing verdicts (exit %s)\n' "$rc" >&2; exit $EXIT_INTERNAL ;;
+  esac
 }
 
 if [[ $SMOKE == 1 ]]; then
@@ -119,12 +154,12 @@ PY
 fi
 
 [[ -n "$PROBLEMS" && -n "$SOLUTIONS" && -n "$BASELINE" ]] || { usage >&2; die "--problems, --solutions and --baseline are required"; }
-[[ -d "$SOLUTIONS" ]] || die "no solutions folder $SOLUTIONS"
+[[ -d "$SOLUTIONS" ]] || bad_input "no solutions folder $SOLUTIONS"
+[[ $UPDATE == 1 || -f "$BASELINE" ]] || bad_input "no baseline $BASELINE (create one with --update-baseline)"
 judge_folder "$PROBLEMS" "$SOLUTIONS" "$OUT"
 if [[ $UPDATE == 1 ]]; then
   cp "$OUT/verdicts.jsonl" "$BASELINE"
   echo "$BASELINE"
   exit 0
 fi
-[[ -f "$BASELINE" ]] || die "no baseline $BASELINE (create one with --update-baseline)"
 compare "$BASELINE" "$OUT/verdicts.jsonl"

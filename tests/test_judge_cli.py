@@ -343,3 +343,38 @@ def test_rejected_inputs_leave_no_part_file(files, tmp_path):
     r = invoke("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out))
     assert r.exit_code == 3
     assert not Path(str(out) + ".part").exists() and not out.exists()
+
+
+# ---- commands/ci_judge.sh: regression, bad input and internal error by exit code (issue 15 row 9)
+
+CI_JUDGE = Path(__file__).resolve().parents[1] / "commands" / "ci_judge.sh"
+
+
+def ci_judge(*args: str, cwd: Path, mcoder_cmd: str | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("mcoder")
+    env = {**os.environ, "MCODER": mcoder_cmd or (str(exe) if exe.exists() else f"{sys.executable} -m mcoder")}
+    return subprocess.run(
+        ["bash", str(CI_JUDGE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_ci_judge_tells_regression_bad_input_and_internal_error_apart(files, tmp_path):
+    problems, _, _ = files
+    sol = tmp_path / "solutions"
+    sol.mkdir()
+    base = tmp_path / "baseline.jsonl"
+    args = ["--problems", str(problems), "--solutions", str(sol), "--baseline", str(base)]
+    empty = ci_judge(*args, "--update-baseline", cwd=tmp_path)
+    assert empty.returncode == 3 and "no <problem_id>.py files" in empty.stderr
+    (sol / "add.py").write_text("a, b = map(int, input().split())\nprint(a + b)\n")
+    (sol / "neg.py").write_text("print(-int(input()))\n")
+    assert ci_judge(*args, cwd=tmp_path).returncode == 3  # no baseline yet
+    assert ci_judge(*args, "--update-baseline", cwd=tmp_path).returncode == 0
+    assert ci_judge(*args, cwd=tmp_path).returncode == 0
+    (sol / "neg.py").write_text("print(int(input()))\n")
+    worse = ci_judge(*args, cwd=tmp_path)
+    assert worse.returncode == 1 and "REGRESSION neg" in worse.stdout
+    broken = ci_judge(*args, cwd=tmp_path, mcoder_cmd="false")  # a judge that fails without a verdict
+    assert broken.returncode == 5 and "internal error" in broken.stderr
+    base.write_text("not json\n")
+    assert ci_judge(*args, cwd=tmp_path).returncode == 3
