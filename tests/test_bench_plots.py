@@ -145,3 +145,24 @@ def test_cli_writes_valid_pngs(tmp_path):
     assert f"{folders[0] / 'metrics.jsonl'}:7: last line is incomplete" in r.stderr
     assert "note: clip: no run logged" in r.stderr
     assert not list(out.glob(".*.part"))
+
+
+def test_duplicated_and_out_of_order_steps_are_warned_and_each_step_drawn_once(tmp_path):
+    # the metrics of a loop resumed twice after kills: steps 1,2,1,2,3,2,3,4 (issue 15, row 9)
+    folder = tmp_path / "resumed"
+    folder.mkdir()
+    order = [1, 2, 1, 2, 3, 2, 3, 4]
+    rows = [{"step": s, "reward/mean": 0.1 * s + 0.01 * i} for i, s in enumerate(order)]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = read_run(folder, "resumed")
+    steps, values = run.xy("reward/mean")
+    assert steps == [1, 2, 3, 4]
+    assert values == pytest.approx([0.1 + 0.02, 0.2 + 0.05, 0.3 + 0.06, 0.4 + 0.07])  # the last of each
+    text = "\n".join(run.warnings)
+    assert "metrics.jsonl:3: step 1 comes after step 2" in text
+    assert "step 2 is logged 3 times (lines 2, 4, 6)" in text and "step 3 is logged 2 times" in text
+    figures, _ = build_figures([run])
+    (line,) = figures["reward"].axes[0].get_lines()
+    assert list(line.get_xdata()) == [1, 2, 3, 4]
+    r = CliRunner().invoke(app, ["bench", "--run-dir", str(folder), "--plots", "--out-dir", str(tmp_path / "f")])
+    assert r.exit_code == 0 and "warning:" in r.stderr and "logged 3 times" in r.stderr

@@ -3,7 +3,8 @@
 Nested objects are flattened with '/' ({"reward": {"mean": 1}} is ``reward/mean``), so both
 spellings plot the same. Values that are null are gaps; strings and booleans are not metrics and
 are ignored. A step logged twice (a run resumed after a kill repeats its last step) keeps the
-later value. The last line may be torn by a run killed mid-write: it is skipped with a warning;
+later value, and steps out of order are drawn in step order; both are reported as warnings, so
+that a figure never hides a run that went back on itself. The last line may be torn by a run killed mid-write: it is skipped with a warning;
 any other unreadable line is a DataError naming the file and line.
 """
 
@@ -44,6 +45,7 @@ def read_run(run_dir: Path, label: str) -> RunMetrics:
             exit_code=2,
         )
     run = RunMetrics(label=label, path=path)
+    steps: dict[int, list[int]] = {}  # step -> the lines that logged it
     lines = path.read_bytes().split(b"\n")
     # A file ending in a newline splits into a last empty piece; anything else there is a torn line.
     for lineno, raw in enumerate(lines, start=1):
@@ -59,11 +61,20 @@ def read_run(run_dir: Path, label: str) -> RunMetrics:
                 )
                 continue
             raise DataError(f"invalid JSON ({e})", path=str(path), line=lineno) from None
-        _add_step(run, obj, str(path), lineno)
+        step = _add_step(run, obj, str(path), lineno)
+        if steps and step < max(steps):
+            run.warnings.append(f"{path}:{lineno}: step {step} comes after step {max(steps)}; drawn in step order")
+        steps.setdefault(step, []).append(lineno)
+    run.warnings += [
+        f"{path}: step {step} is logged {len(at)} times (lines {', '.join(map(str, at))}); the last is drawn"
+        for step, at in sorted(steps.items())
+        if len(at) > 1
+    ]
     return run
 
 
-def _add_step(run: RunMetrics, obj: Any, path: str, lineno: int) -> None:
+def _add_step(run: RunMetrics, obj: Any, path: str, lineno: int) -> int:
+    """Add one line's metrics; its step."""
     if not isinstance(obj, dict):
         raise DataError("expected a JSON object on each line", path=path, line=lineno)
     step = obj.get("step")
@@ -80,6 +91,7 @@ def _add_step(run: RunMetrics, obj: Any, path: str, lineno: int) -> None:
             )
         if math.isfinite(value):
             run.series.setdefault(name, {})[step] = float(value)
+    return step
 
 
 def _flatten(obj: dict[str, Any], prefix: str = ""):
