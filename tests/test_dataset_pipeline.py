@@ -79,6 +79,16 @@ def test_a_rerun_with_other_filters_is_refused_listing_what_changed(tmp_path):
     assert r.stdout == f"{out}\t{len(kept)}\n"
 
 
+def test_a_folder_of_built_problems_is_read_without_their_settings_records(tmp_path):
+    built = tmp_path / "built"
+    assert dataset_build(EXAMPLES, "-o", built / "p.jsonl", "-q").exit_code == 0
+    assert (built / "p.jsonl.meta.json").exists()
+    r = dataset_build(built, "-o", tmp_path / "again.jsonl")
+    assert r.exit_code == 0, r.output
+    assert "p.jsonl.meta.json" in r.stderr and "not data" in r.stderr
+    assert (tmp_path / "again.jsonl").read_bytes() == (built / "p.jsonl").read_bytes()
+
+
 def test_a_changed_input_or_a_foreign_output_is_refused(tmp_path):
     src = tmp_path / "src.jsonl"
     lines = (EXAMPLES / "stdin.jsonl").read_text().splitlines(keepends=True)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from mcoder.errors import DataError, UsageError
+from mcoder.outputs import SIDECAR_SUFFIX
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -119,7 +120,9 @@ def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -
                 _expand_one(os.path.join(p, child), sources, ignored)
         return
     name = path.name
-    if name.endswith(JSONL_SUFFIXES):
+    if name.endswith(SIDECAR_SUFFIX):
+        ignored.append((p, "mcoder's record of how the file beside it was made, not data"))
+    elif name.endswith(JSONL_SUFFIXES):
         sources.append(Source(p, "jsonl"))
     elif name.endswith(JSON_SUFFIXES):
         sources.append(Source(p, "json"))
