@@ -145,7 +145,7 @@ def test_functional_check_humaneval_style(judge):
     )
     assert judge_one(judge, p, "def add(a, b):\n    return a + b").status == "accepted"
     v = judge_one(judge, p, "def add(a, b):\n    return a * b")
-    assert v.status == "runtime_error" and "AssertionError" in v.first_failure["stderr"]
+    assert v.status == "wrong_answer" and "AssertionError" in v.first_failure["stderr"]  # the check decided
 
 
 def test_functional_check_that_calls_itself_leetcode_style(judge):

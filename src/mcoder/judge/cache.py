@@ -2,7 +2,14 @@
 
 Sampling a group of completions for one problem often yields the same program several times
 (the same code in different prose). The program runs once; the others reuse its outcome and are
-marked ``cached``. The key covers everything that can change an outcome, so a hit is exact.
+marked ``cached``. The key covers everything that can change an outcome, so a hit is exact for
+a deterministic program.
+
+A program whose outcome varies between runs (it draws random numbers, reads the clock, races
+threads) keeps the outcome of its first run for as long as the cache holds it: identical text
+gets an identical reward. That is the chosen rule (an RL group then never rewards the same
+completion twice differently, and judging is cheaper); ``JudgeConfig(cache=False)``
+(``--no-cache``) runs every rollout instead, for users who want each run sampled.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ def limits_key(cfg: JudgeConfig) -> str:
             cfg.compare,
             cfg.early_exit,
             cfg.unsafe_no_sandbox,
+            cfg.wall_factor,
+            tuple(cfg.allow_packages),
         )
     )
 

@@ -27,9 +27,14 @@ class JudgeConfig:
 
     # --- limits, per test
     timeout_s: float = 6.0
-    """Wall-clock limit of one test in seconds (CPU time is capped at the same figure)."""
+    """CPU-time limit of one test in seconds, counted over the program's whole process tree (so a
+    busy machine does not turn a correct program into a time limit)."""
+    wall_factor: float = 3.0
+    """Wall-clock backstop of a test, as a multiple of ``timeout_s`` (for programs that sleep or
+    block, which use no CPU)."""
     memory_mb: int = 1024
-    """Address-space limit of a candidate process in MiB (its Python included)."""
+    """Memory limit in MiB: the address space of each process, and (where the host lets the judge
+    make cgroups) the resident memory of the program's whole process tree together."""
     max_processes: int = 32
     """Processes and threads a candidate may run at once (RLIMIT_NPROC of its user id)."""
     max_output_mb: float = 16.0
@@ -49,11 +54,18 @@ class JudgeConfig:
     unsafe_no_sandbox: bool = False
     """Run candidates as this user, with network and files reachable: only inside outer isolation."""
     first_uid: int = 61000
-    """First of the unused user ids that candidates run as (one per worker slot)."""
+    """First of the unused user ids that candidates run as (two per worker slot: programs, checks)."""
+    allow_packages: tuple[str, ...] = ()
+    """Installed third-party packages a program may import (``--allow-package numpy``); by default
+    a program sees the standard library only."""
 
     # --- speed
     cache_size: int = 20_000
     """Outcomes kept by (program, tests, limits) so that identical programs run once (~4 KB each at most)."""
+    cache: bool = True
+    """Reuse outcomes of identical programs (within a batch and across batches). A program whose
+    outcome varies between runs (random, time-dependent) then keeps its first outcome for the
+    whole run; ``cache=False`` (``--no-cache``) runs every rollout."""
 
     def __post_init__(self) -> None:
         if self.workers <= 0:
@@ -74,6 +86,9 @@ class JudgeConfig:
                 f"--memory-mb {self.memory_mb} is too small for a Python process",
                 hint="give at least 64 (256 or more for real problems)",
             )
+        if not 1.0 <= self.wall_factor <= 100:
+            raise UsageError(f"wall_factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
+        self.allow_packages = tuple(self.allow_packages)
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:

@@ -4,15 +4,19 @@ program, report on fd 3.
 A stdin test runs the program as a fresh ``__main__`` module, with standard input from the test,
 in a process of its own (a fork of the warm worker, so every import the worker made is already
 there). Call and functional tests load the program once, with the names LeetCode provides in
-scope, then run the tests one after another in that one process, reporting each as it ends.
+scope, then answer calls one after another in that one process.
 
-Reports are JSON lines on fd 3: the worker never trusts more than their text, and a return value
-travels as its ``repr`` for the judge to rebuild with ``ast.literal_eval``.
+A stdin test reports on fd 3 as JSON lines (whether the program ended by an exception); its
+output is what the judge compares. Call and functional tests are served (``serve_calls``): a
+request comes as plain data on fd 3, the return value goes back as plain data on fd 4, and the
+side that asked compares it; no report of the candidate's own is ever taken as a pass.
 """
 
 from __future__ import annotations
 
 import dis
+import fcntl
+import struct
 import io
 import json
 import os
@@ -65,12 +69,20 @@ class TreeNode:
 """
 
 
-def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None:
-    """In the forked child: own session, only the test's fds, limits, the candidate's user id."""
+def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) -> None:
+    """In the forked child: own session, only the test's fds, its tree's cgroup, limits, the
+    candidate's user id, Landlock's candidate layer and the seccomp filter."""
     os.setsid()
-    for fd, target in ((stdin_fd, 0), (out_w, 1), (err_w, 2), (res_w, REPORT_FD)):
+    if spec.get("account") is not None:
+        spec["account"].enter()  # first: its files (opened before Landlock) are low fds
+    if spec.get("ruleset", -1) >= 0:
+        sandbox.landlock_enforce(spec["ruleset"])
+    wanted = [stdin_fd, out_w, err_w, *fds3]
+    # move the fds out of the way first, so that no dup2 overwrites one still to be placed
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in wanted]
+    for target, fd in enumerate(high):
         os.dup2(fd, target)
-    sandbox.close_fds_from(REPORT_FD + 1)
+    sandbox.close_fds_from(len(wanted))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
@@ -87,8 +99,8 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, res_w: int) -> None
     elif spec["rootless"]:  # our own id, in the worker's user namespace (counted there alone)
         sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"] + 1)  # + the worker
         sandbox.drop_capabilities()
-    if spec["scope"]:
-        sandbox.landlock_scope()  # no signal or ptrace out of this process's own tree
+    if spec.get("seccomp") is not None:
+        sandbox.seccomp_enforce(spec["seccomp"])
     sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
     os.chdir(spec["dir"])
     os.environ.clear()
@@ -230,43 +242,86 @@ def resolve(ns: dict, fn_name: str | None, defined: set[str]):
     raise NameError(f"the program defines no function {fn_name!r} (nor a Solution method of that name)")
 
 
-def run_tests(code, prelude: dict, kind: str, tests: list, fn_name: str | None, max_value_chars: int) -> None:
-    """Call or functional tests in this one process, one report per test; exits when done."""
+CALL_IN, CALL_OUT = 3, 4  # the fds a call server reads requests from and writes replies to
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    view = memoryview(struct.pack("<I", len(payload)) + payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_frame(fd: int, limit: int) -> bytes | None:
+    """One frame, or None at the end of the stream (or a frame over ``limit`` bytes)."""
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack("<I", head)
+    if n > limit:
+        return None
+    return _read_exact(fd, n)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        b = os.read(fd, min(left, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def serve_calls(code, prelude: dict, max_value_bytes: int) -> None:
+    """The candidate's side of call and functional tests: load the program once, then answer
+    requests ``("call", name, args, kwargs)`` from fd 3 with ``("ok", value)``, ``("error",
+    exception name, out of memory)`` or ``("notplain", type name)`` on fd 4, all as plain data.
+    Whoever asks (the worker for call tests, a check in another process for functional ones)
+    decides what the value means; nothing this process writes can say "passed"."""
+    from mcoder.judge import plain
+
     errors = _ThreadErrors()
     try:
         try:
             ns = load_module(code, prelude)
+            defined = defined_names(code)
+            load_error = None
         except BaseException as e:
-            report(i=0, **_describe(e))
-            os._exit(0)
-        defined = defined_names(code)
-        for i, test in enumerate(tests):
+            load_error = _describe(e)
+        _flush()
+        while True:
+            frame = read_frame(CALL_IN, 1 << 30)
+            if frame is None:
+                break
             t0 = time.perf_counter()
             try:
-                fields = _one_test(ns, kind, test, fn_name, defined, max_value_chars)
-                if errors.first is not None:
-                    fields = _describe(errors.first)
-            except BaseException as e:
-                fields = _describe(e)
+                _, name, args, kwargs = plain.decode(frame)
+                if load_error is not None:
+                    reply = ("error", load_error["exc"], load_error["mem"])
+                else:
+                    value = resolve(ns, name, defined)(*args, **kwargs)
+                    if errors.first is not None:
+                        raise errors.first
+                    try:
+                        data = plain.encode(("ok", plain.lenient(value)))
+                    except plain.NotPlain:
+                        data = plain.encode(("notplain", type(value).__name__[:100]))
+                    if len(data) > max_value_bytes:
+                        raise _OutputLimit
+                    reply = None
+            except _OutputLimit:
+                reply = ("error", "OutputLimit", False)
+            except BaseException as e:  # the candidate's failure, whatever it is
+                d = _describe(e)
+                reply = ("error", d["exc"], d["mem"])
+            del t0
             _flush()
-            report(i=i, t=time.perf_counter() - t0, **fields)
+            write_frame(CALL_OUT, data if reply is None else plain.encode(reply))
     except MemoryError:
         os._exit(EXIT_MEMORY)
     os._exit(0)
 
 
-def _one_test(
-    ns: dict, kind: str, test, fn_name: str | None, defined: set[str], max_value_chars: int
-) -> dict:
-    if kind == "call":
-        value = resolve(ns, fn_name, defined)(*test)
-        text = repr(value)
-        if len(text) > max_value_chars:
-            return {"ok": False, "exc": "OutputLimit", "mem": False}
-        return {"ok": True, "value": text}
-    source, calls_check = test
-    scope = dict(ns)
-    exec(source, scope)
-    if not calls_check:
-        scope["check"](resolve(ns, fn_name, defined))
-    return {"ok": True}
+class _OutputLimit(Exception):
+    pass

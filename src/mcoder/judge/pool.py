@@ -13,6 +13,7 @@ import os
 import pickle
 import queue
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge.config import JudgeConfig
+from mcoder.judge import sandbox
 from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
@@ -34,15 +36,37 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    def __init__(self, slot: int, cfg: JudgeConfig, root: Path):
-        self.slot, self.cfg = slot, cfg
+    """One warm worker process: role ``candidates`` (runs programs) or ``checks`` (runs the
+    trusted side of functional tests, under a user id of its own). A candidates worker has a
+    checks worker beside it, started the first time a functional test needs it."""
+
+    def __init__(self, slot: int, cfg: JudgeConfig, root: Path, role: str = "candidates"):
+        self.slot, self.cfg, self.role, self.root = slot, cfg, role, root
         self.mode = isolation_mode()
         self.lease = None if cfg.unsafe_no_sandbox or self.mode == "rootless" else UidLease(cfg.first_uid)
         self.uid = self.lease.uid if self.lease else None
-        self.base = root / f"w{slot}"
+        self.base = root / (f"w{slot}" if role == "candidates" else f"k{slot}")
         self.base.mkdir(mode=0o711)
+        self.cgroups = (
+            None
+            if cfg.unsafe_no_sandbox
+            else sandbox.make_tree_cgroups(
+                f"mcoder-judge-{os.getpid()}-{root.name[len('mcoder-judge-'):]}-{self.base.name}", cfg.memory_mb
+            )
+        )
         self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.checker: Worker | None = None
         self.spawn()
+
+    def checks(self) -> Worker:
+        """The checks worker of this slot (started on first use)."""
+        if self.checker is None:
+            self.checker = Worker(self.slot, self.cfg, self.root, role="checks")
+            self.checker.wait_ready()
+        elif self.checker.proc is None:
+            self.checker.start()
+        return self.checker
 
     def start(self) -> None:
         self.spawn()
@@ -56,15 +80,39 @@ class Worker:
             "base": str(self.base),
             "disk_mb": self.cfg.max_disk_mb,
             "scope": not self.cfg.unsafe_no_sandbox and landlock_abi() >= 6,
+            "role": self.role,
+            "cgroups": self.cgroups,
+            "wall_factor": self.cfg.wall_factor,
+            "packages": list(self.cfg.allow_packages),
         }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
-            cwd=self.base,
-            close_fds=True,
-        )
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        setup["fd_socket"] = theirs.fileno()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                cwd=self.base,
+                close_fds=True,
+                pass_fds=[theirs.fileno()],
+            )
+        finally:
+            theirs.close()
+        self.sock = ours
+
+    def send_fds(self, fds: list[int]) -> None:
+        """Hand ``fds`` to the worker for its next job (which says ``"fds": True``)."""
+        socket.send_fds(self.sock, [b"f"], fds)
+
+    def send(self, obj) -> None:
+        try:
+            self._send(obj)
+        except (BrokenPipeError, OSError) as e:
+            raise WorkerDied(str(e)) from None
+
+    def recv(self):
+        return self._recv()
 
     def wait_ready(self) -> None:
         kind, payload = self._recv()
@@ -108,6 +156,13 @@ class Worker:
         return pickle.loads(self.proc.stdout.read(n))
 
     def close(self, keep_lease: bool = False) -> None:
+        if self.checker is not None:
+            self.checker.close(keep_lease)
+            if not keep_lease:
+                self.checker = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
         if self.proc is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -120,14 +175,19 @@ class Worker:
             self.proc = None
         if not keep_lease and self.lease is not None:
             self.lease.release()
+        if not keep_lease:
+            sandbox.remove_tree_cgroups(self.cgroups)
+
 
 
 class Pool:
     """``workers`` warm workers; ``acquire`` hands out a free one."""
 
     def __init__(self, cfg: JudgeConfig):
+        sandbox.sweep_stale(tempfile.gettempdir())  # what judges killed before cleaning up left
         self.root = Path(tempfile.mkdtemp(prefix="mcoder-judge-"))
         os.chmod(self.root, 0o711)  # candidates reach only their own folder below
+        (self.root / "owner").write_text(f"{os.getpid()}\n")
         self.workers: list[Worker] = []
         self.free: queue.Queue[Worker] = queue.Queue()
         try:

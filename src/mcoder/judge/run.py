@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 import marshal
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from typing import Any
 
 from mcoder import safe_ast
 from mcoder.errors import DataError
-from mcoder.judge import sandbox
+from mcoder.judge import plain, sandbox
 from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
@@ -124,8 +125,8 @@ class Judge:
                 deliver(i, quick, False)
                 continue
             prep = self._prepare(problem)
-            key = cache_key(code, prep.digest, self._limits)
-            hit = self.cache.get(key)
+            key = cache_key(code, prep.digest, self._limits) if self.cfg.cache else f"run-{i}"
+            hit = self.cache.get(key) if self.cfg.cache else None
             if hit is not None:
                 deliver(i, hit, True)
             elif key in waiting:
@@ -136,7 +137,8 @@ class Judge:
 
         def run(key: str, code: str, compiled: Any, problem: Problem, prep: _Prepared) -> None:
             outcome = self._run(code, compiled, problem, prep)
-            self.cache.put(key, outcome)
+            if self.cfg.cache:
+                self.cache.put(key, outcome)
             first, *rest = waiting[key]
             deliver(first, outcome, False)
             for i in rest:
@@ -194,6 +196,11 @@ class Judge:
             try:
                 with self.pool.acquire() as worker:
                     for kind, indexes, payload in prep.groups:
+                        if kind == "functional":
+                            _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader)
+                            if grader.stopped:
+                                break
+                            continue
                         job = {
                             "kind": kind,
                             "code": compiled,
@@ -281,11 +288,14 @@ class _Grader:
             return compare_output(test.output, got, mode), got
         if test.kind == "functional":
             return "check_passed", ""
-        text = res.get("value") or ""
-        value, ok = literal_value(text)
-        if not ok:
-            return None, text
-        return compare_value(self.prep.expected_values[index], value, mode), text
+        data = res.get("value")
+        if not isinstance(data, bytes):  # not plain data: never equal to anything
+            return None, f"<{res.get('detail') or 'a value that is not plain data'}>"
+        try:
+            _, value = plain.decode(data)
+        except (plain.NotPlain, ValueError, TypeError):
+            return None, "<a reply that is not plain data>"
+        return compare_value(self.prep.expected_values[index], value, mode), _repr(value)
 
     def worker_died(self, indexes: list[int], why: str) -> None:
         for i in [i for i in indexes if i not in self.graded]:
@@ -296,6 +306,80 @@ class _Grader:
         return Outcome(
             self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed
         )
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except (RecursionError, ValueError):
+        return "<a value too deep to show>"
+
+
+def _functional(
+    worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
+    indexes: list[int], payload: list, grader: "_Grader",
+) -> None:
+    """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
+    checks worker, joined by two pipes made here; the checks worker's reports decide each test.
+    The candidate's worker never receives the checks' source."""
+    try:
+        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader)
+    except (WorkerDied, BrokenPipeError, OSError) as e:
+        worker.restart()  # the checks worker with it
+        raise WorkerDied(str(e)) from None
+
+
+def _functional_run(
+    worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
+    indexes: list[int], payload: list, grader: "_Grader",
+) -> None:
+    checks = worker.checks()
+    req_r, req_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    try:
+        worker.send_fds([req_r, ans_w])
+        checks.send_fds([req_w, ans_r])
+    finally:
+        for fd in (req_r, req_w, ans_r, ans_w):
+            os.close(fd)
+    worker.send(
+        {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
+         "fds": True, "n_tests": len(indexes)}
+    )
+    checks.send(
+        {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,
+         "early_exit": cfg.early_exit, "fds": True}
+    )
+    try:
+        reports = []
+        while True:
+            kind, rep = checks.recv()
+            if kind == "done":
+                break
+            reports.append(rep)
+    finally:
+        worker.send("end")
+        kind, ended = worker.recv()
+        while kind != "done":
+            kind, _ = worker.recv()
+    for rep in reports:
+        status = rep.get("status")
+        res = {"status": "ok"} if status == "ok" else {"status": status, "detail": rep.get("detail")}
+        res["stderr"] = ended.get("stderr", "") + (rep.get("stderr") or "")
+        if status in ("gone", "check_failed"):
+            # the candidate ended before the check did: why is the worker's to say
+            if ended["status"] != "ok":
+                res = {**ended}
+            else:
+                res = {**ended, "status": "runtime_error", "detail": "the program exited during the check"}
+        if res["status"] != "ok":
+            res.setdefault("stdout", ended.get("stdout"))
+        grader.take(indexes[rep["i"]], res)
+        if grader.stopped:
+            return
+    if len(reports) < len(indexes) and not grader.stopped:  # the checks stopped early
+        missing = indexes[len(reports):]
+        grader.worker_died(missing, "the check ended early")
 
 
 def literal_value(text: str) -> tuple[Any, bool]:

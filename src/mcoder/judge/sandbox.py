@@ -11,6 +11,7 @@ when a test ends, so nothing a candidate starts outlives its test.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -130,7 +131,8 @@ def _landlock_allow(rfd: int, path: str, access: int) -> None:
 
 
 def readable_roots() -> list[str]:
-    """What a candidate may read: the Python installation and the system's shared files."""
+    """What the worker may read: the Python installation, its import path and the system's
+    shared files. Candidates get less (``candidate_roots``)."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     roots.update(p for p in sys.path if p and os.path.exists(p))
     roots.update(["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev/null", "/dev/urandom"])
@@ -427,3 +429,410 @@ def check_isolation() -> None:
             hint="run the judge as root in a container or VM, or pass --unsafe-no-sandbox "
             "only where something else isolates it",
         )
+
+
+# ---------------------------------------------------------------- a candidate's own view of files
+
+
+SYSTEM_ROOTS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/bin", "/usr/bin", "/etc"]
+DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+_PACKAGE_DIRS = {"site-packages", "dist-packages"}
+
+
+def stdlib_roots() -> list[str]:
+    """The standard library, entry by entry, without the third-party packages installed inside it
+    (``lib/python3.X/site-packages`` lies beneath the standard library's own folder)."""
+    import sysconfig
+
+    roots: set[str] = set()
+    for key in ("stdlib", "platstdlib"):
+        folder = sysconfig.get_paths().get(key)
+        if not folder or not os.path.isdir(folder):
+            continue
+        for entry in os.listdir(folder):
+            if entry not in _PACKAGE_DIRS and entry != "__pycache__":
+                roots.add(os.path.join(folder, entry))
+    dynload = os.path.dirname(getattr(__import__("_json"), "__file__", "") or "")
+    if dynload:
+        roots.add(dynload)
+    roots.add(os.path.realpath(sys.executable))
+    return sorted(roots)
+
+
+def package_roots(names: list[str]) -> list[str]:
+    """The folders (or single-file modules) of the named installed packages, and the shared
+    libraries some wheels ship beside them (``numpy.libs``)."""
+    import importlib.util
+
+    roots = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            raise EnvironmentMissing(f"--allow-package {name}: no such package is installed")
+        for loc in spec.submodule_search_locations or [spec.origin]:
+            if loc and os.path.exists(loc):
+                roots.append(loc)
+                libs = os.path.join(os.path.dirname(loc), f"{name}.libs")
+                if os.path.isdir(libs):
+                    roots.append(libs)
+    return roots
+
+
+def candidate_roots(packages: list[str]) -> list[str]:
+    """What a candidate may read: the standard library, the system's shared libraries and
+    configuration, a few devices, and the packages the user named. Not the judge's virtual
+    environment, not the project, not /proc, not the temporary folder, not the datasets."""
+    return sorted(set(stdlib_roots() + SYSTEM_ROOTS + DEVICES + package_roots(packages)))
+
+
+def landlock_ruleset(writable: list[str], readable: list[str], scope: bool) -> int:
+    """A Landlock ruleset fd for candidates, made once: each candidate enforces it on itself
+    (``landlock_enforce``), on top of the worker's own, wider layer."""
+    abi = landlock_abi()
+    handled = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_WRITE_TREE
+    handled |= (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
+    if scope and abi >= 6:
+        attr = _ScopedRulesetAttr(handled, 0, SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET)
+    else:
+        attr = _RulesetAttr(handled)
+    rfd = _libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
+    if rfd < 0:
+        raise _oserror("landlock_create_ruleset")
+    read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    for paths, access in ((readable, read), (writable, handled)):
+        for path in paths:
+            _landlock_allow(rfd, path, access & handled)
+    os.set_inheritable(rfd, False)
+    return int(rfd)
+
+
+def landlock_enforce(rfd: int) -> None:
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise _oserror("prctl(NO_NEW_PRIVS)")
+    if _libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(rfd), 0) != 0:
+        raise _oserror("landlock_restrict_self")
+
+
+# ---------------------------------------------------------------- a fresh PID and IPC namespace
+
+
+CLONE_NEWPID = 0x20000000
+_pylibc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL across clone(), as os.fork does
+_pylibc.syscall.restype = ctypes.c_long
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+
+
+def fork_into_namespaces() -> int:
+    """``os.fork`` whose child is process 1 of a new PID namespace and owns a new IPC namespace:
+    it sees no process but its own descendants, no SysV object or POSIX queue of anyone else,
+    and when it ends the kernel kills every process left in it and frees its IPC objects.
+
+    One clone() call (unshare cannot make a second PID namespace for the same process, and a
+    double fork costs a millisecond more). Python's own fork hooks run around it."""
+    nr = _SYS_CLONE.get(os.uname().machine)
+    if nr is None:
+        raise EnvironmentMissing(f"namespaces per candidate are not wired for {os.uname().machine}")
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _pylibc.syscall(
+        ctypes.c_long(nr), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWIPC | signal.SIGCHLD), None, None, None, None
+    )
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    err = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, f"clone: {os.strerror(err)}")
+    return int(pid)
+
+
+# ---------------------------------------------------------------- seccomp: the kernel's surface
+
+# The calls a candidate never needs and that widen what it can reach: namespaces, mounts, tracing
+# other processes, BPF, keyrings, io_uring (it would bypass this filter), kernel modules, clocks.
+_DENIED = {
+    "x86_64": {
+        "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "bpf": 321, "keyctl": 250,
+        "add_key": 248, "request_key": 249, "perf_event_open": 298, "userfaultfd": 323,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "kexec_load": 246,
+        "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "open_by_handle_at": 304, "name_to_handle_at": 303, "open_tree": 428, "move_mount": 429,
+        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179,
+        "sethostname": 170, "setdomainname": 171, "settimeofday": 164, "clock_settime": 227,
+        "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "vhangup": 153, "fanotify_init": 300,
+        "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312, "iopl": 172, "ioperm": 173,
+        "modify_ldt": 154, "uselib": 134, "memfd_secret": 447, "lookup_dcookie": 212,
+    },
+    "aarch64": {
+        "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "bpf": 280, "keyctl": 219,
+        "add_key": 217, "request_key": 218, "perf_event_open": 241, "userfaultfd": 282,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "kexec_load": 104,
+        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "open_by_handle_at": 265, "name_to_handle_at": 264, "open_tree": 428, "move_mount": 429,
+        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60,
+        "sethostname": 161, "setdomainname": 162, "settimeofday": 170, "clock_settime": 112,
+        "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "vhangup": 58, "fanotify_init": 262,
+        "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 272, "memfd_secret": 447,
+    },
+}
+_ARCH = {"x86_64": (0xC000003E, 56, 435, 41), "aarch64": (0xC00000B7, 220, 435, 198)}  # audit arch, clone, clone3, socket
+_NS_FLAGS = 0x7E020000 | 0x00000080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET, NEWTIME
+_AF_INET, _AF_INET6 = 2, 10
+_RET_ALLOW, _RET_KILL = 0x7FFF0000, 0x80000000
+_RET_ERRNO = 0x00050000
+_EPERM, _EACCES, _ENOSYS = 1, 13, 38
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+SECCOMP_MODE_FILTER, PR_SET_SECCOMP = 2, 22
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program() -> ctypes.Array:
+    """The filter, as classic BPF: denied calls fail with EPERM, clone() with a namespace flag
+    fails with EPERM, clone3() with ENOSYS (so that libc falls back to clone, which the filter
+    can inspect), socket() for anything but IPv4/IPv6 (no Unix-domain socket can connect to a
+    host's listener, no netlink) with EACCES. A call of another architecture kills the process."""
+    machine = os.uname().machine
+    if machine not in _ARCH:
+        raise EnvironmentMissing(f"the seccomp filter is not written for {machine}")
+    audit_arch, nr_clone, nr_clone3, nr_socket = _ARCH[machine]
+    denied = sorted(set(_DENIED[machine].values()))
+    # Layout: 0 ld arch; 1 jeq; 2 kill; 3 ld nr; [x32 check]; denied...; clone; clone3; socket;
+    # allow; CLONE: ld arg0, jset; SOCKET: ld arg0, jeq, jeq; then the return blocks.
+    prog: list[tuple[int, int, int, int]] = []
+    label_targets: list[tuple[int, str, str]] = []  # (index, jt label, jf label)
+
+    def emit(code: int, k: int, jt: str = "", jf: str = "") -> None:
+        if jt or jf:
+            label_targets.append((len(prog), jt, jf))
+        prog.append((code, 0, 0, k))
+
+    emit(_LD_W_ABS, 4)
+    emit(_JEQ_K, audit_arch, "next2", "")
+    emit(_RET_K, _RET_KILL)
+    emit(_LD_W_ABS, 0)
+    if machine == "x86_64":
+        emit(_JGE_K, 0x40000000, "eperm", "")  # x32 ABI numbers
+    for nr in denied:
+        emit(_JEQ_K, nr, "eperm", "")
+    emit(_JEQ_K, nr_clone, "clone", "")
+    emit(_JEQ_K, nr_clone3, "enosys", "")
+    emit(_JEQ_K, nr_socket, "socket", "")
+    labels = {"allow0": len(prog)}
+    emit(_RET_K, _RET_ALLOW)
+    labels["clone"] = len(prog)
+    emit(_LD_W_ABS, 16)
+    emit(_JSET_K, _NS_FLAGS, "eperm", "allow")
+    labels["socket"] = len(prog)
+    emit(_LD_W_ABS, 16)
+    emit(_JEQ_K, _AF_INET, "allow", "")
+    emit(_JEQ_K, _AF_INET6, "allow", "")
+    labels["eacces"] = len(prog)
+    emit(_RET_K, _RET_ERRNO | _EACCES)
+    labels["eperm"] = len(prog)
+    emit(_RET_K, _RET_ERRNO | _EPERM)
+    labels["enosys"] = len(prog)
+    emit(_RET_K, _RET_ERRNO | _ENOSYS)
+    labels["allow"] = len(prog)
+    emit(_RET_K, _RET_ALLOW)
+    for index, jt, jf in label_targets:  # classic BPF jumps forward only, by at most 255
+        code, _, _, k = prog[index]
+        rel = lambda name: 0 if not name else (1 if name == "next2" else labels[name] - index - 1)
+        assert 0 <= rel(jt) < 256 and 0 <= rel(jf) < 256
+        prog[index] = (code, rel(jt), rel(jf), k)
+    arr = (_SockFilter * len(prog))(*[_SockFilter(c, t, f, k) for c, t, f, k in prog])
+    return arr
+
+
+def seccomp_enforce(program: ctypes.Array) -> None:
+    fprog = _SockFprog(len(program), ctypes.cast(program, ctypes.POINTER(_SockFilter)))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise _oserror("prctl(NO_NEW_PRIVS)")
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise _oserror("prctl(PR_SET_SECCOMP)")
+
+
+# ---------------------------------------------------------------- a memory and CPU account per slot
+
+
+class TreeAccount:
+    """A cgroup of one worker slot's candidates (cgroup v1 ``memory`` + ``cpuacct``, or v2),
+    made by the judge process and entered by each candidate before it drops its privileges:
+    ``memory_mb`` bounds the memory of the candidate's whole process tree together, and the
+    CPU time of the whole tree is read from it. The files are opened once, before Landlock."""
+
+    def __init__(self, paths: dict[str, str]):
+        self.paths = paths
+        self.procs_fds = [os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for p in self._dirs()]
+        v2 = "v2" in paths
+        mem = paths.get("v2") or paths["memory"]
+        self.oom_fd = os.open(os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
+        cpu_file = os.path.join(paths["v2"], "cpu.stat") if v2 else os.path.join(paths.get("cpuacct", ""), "cpuacct.usage")
+        self.cpu_fd = os.open(cpu_file, os.O_RDONLY | os.O_CLOEXEC) if os.path.exists(cpu_file) else -1
+        self.v2 = v2
+
+    def _dirs(self) -> list[str]:
+        return list(dict.fromkeys(self.paths.values()))
+
+    def enter(self) -> None:
+        """Called in the candidate (still root): it and all it starts belong to the account."""
+        for fd in self.procs_fds:
+            os.write(fd, b"0")
+
+    def oom_kills(self) -> int:
+        text = os.pread(self.oom_fd, 4096, 0).decode()
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+        return 0
+
+    def cpu_s(self) -> float | None:
+        if self.cpu_fd < 0:
+            return None
+        text = os.pread(self.cpu_fd, 4096, 0).decode()
+        if not self.v2:
+            return int(text.strip()) / 1e9
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            if k == "usage_usec":
+                return int(v) / 1e6
+        return None
+
+
+def _own_cgroup(controller: str) -> str | None:
+    """The folder of this process's cgroup for ``controller`` ('' for v2), if mounted here."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    mine = None
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if (controller == "" and ctrls == "" and line.startswith("0::")) or controller in ctrls.split(","):
+            mine = path
+            break
+    if mine is None:
+        return None
+    for m in mounts:
+        left, _, right = m.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        fstype, opts = rfields[0], rfields[-1].split(",")
+        root, point = fields[3], fields[4]
+        if (controller == "" and fstype == "cgroup2") or (fstype == "cgroup" and controller in opts):
+            rel = mine[len(root):] if root != "/" and mine.startswith(root) else mine
+            folder = os.path.join(point, rel.lstrip("/"))
+            if os.path.isdir(folder):
+                return folder
+    return None
+
+
+def make_tree_cgroups(name: str, memory_mb: int) -> dict[str, str] | None:
+    """Make the cgroup folders of one slot (``name``) with the memory limit set; None where the
+    host does not let this process make them (then the tree's memory is bounded by the process
+    limit times the address-space limit instead)."""
+    if os.geteuid() != 0:
+        return None
+    limit = str(memory_mb << 20)
+    mem = _own_cgroup("memory")
+    if mem is not None:
+        try:
+            paths = {"memory": os.path.join(mem, name)}
+            os.makedirs(paths["memory"], exist_ok=True)
+            Path(paths["memory"], "memory.limit_in_bytes").write_text(limit)
+            swap = Path(paths["memory"], "memory.memsw.limit_in_bytes")
+            if swap.exists():
+                with contextlib.suppress(OSError):
+                    swap.write_text(limit)
+            cpu = _own_cgroup("cpuacct")
+            if cpu is not None:
+                paths["cpuacct"] = os.path.join(cpu, name)
+                os.makedirs(paths["cpuacct"], exist_ok=True)
+            return paths
+        except OSError:
+            remove_tree_cgroups({"memory": os.path.join(mem, name)})
+            return None
+    v2 = _own_cgroup("")
+    if v2 is not None and "memory" in Path(v2, "cgroup.subtree_control").read_text().split():
+        try:
+            path = os.path.join(v2, name)
+            os.makedirs(path, exist_ok=True)
+            Path(path, "memory.max").write_text(limit)
+            with contextlib.suppress(OSError):
+                Path(path, "memory.swap.max").write_text("0")
+            return {"v2": path}
+        except OSError:
+            return None
+    return None
+
+
+def remove_tree_cgroups(paths: dict[str, str] | None) -> None:
+    for p in set((paths or {}).values()):
+        with contextlib.suppress(OSError):
+            os.rmdir(p)
+
+
+def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
+    """Remove what judges killed before they could clean up left behind: scratch folders
+    ``mcoder-judge-*`` in ``tmp`` whose owner pid (in an ``owner`` file) is dead, and their empty
+    cgroups. Returns the folders removed."""
+    import shutil
+
+    removed = []
+    try:
+        entries = os.listdir(tmp)
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.startswith("mcoder-judge-") or entry == "mcoder-judge-uids":
+            continue
+        folder = os.path.join(tmp, entry)
+        try:
+            owner = int(Path(folder, "owner").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # not ours to judge (a judge still starting, or another tool's)
+        if _pid_alive(owner):
+            continue
+        _unmount_below(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    for ctrl in ("memory", "cpuacct", ""):
+        base = _own_cgroup(ctrl)
+        if base is None:
+            continue
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(base):
+                if entry.startswith(cgroup_prefix):
+                    m = entry[len(cgroup_prefix):].split("-")[0]
+                    if m.isdigit() and not _pid_alive(int(m)):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(os.path.join(base, entry))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unmount_below(folder: str) -> None:
+    """Worker tmpfs mounts live in the workers' own mount namespaces, so nothing is mounted in
+    ours; this only guards against a folder mounted by hand."""
+    return None

@@ -1,14 +1,22 @@
-"""A warm worker: the fork server that runs candidates for the judge, one at a time.
+"""A warm worker: the fork server that runs candidates (or checks) for the judge, one at a time.
 
-Started once per pool slot as ``python -I -m mcoder.judge.worker SETUP``. It enters the sandbox
-(no network, files fenced by Landlock, orphan reaper), imports what programs commonly import,
-and then serves jobs read from its stdin: for each test it forks a child that drops to the
-slot's user id and runs the program (``harness``), watches it against the wall limit and the
-output cap, and sends the raw outcome back. It never compares outputs: expected answers never
-enter a process that candidates are forked from, so no candidate can read them from memory.
+Started once per pool slot as ``python -I -c BOOT SETUP``, in one of two roles:
 
-Frames on both pipes are a 4-byte length and a pickle; only the judge writes to this process's
-stdin, and a candidate's own bytes come back as plain strings.
+- ``candidates``: runs programs. For each test (stdin) or run of tests (call, functional) it
+  forks a child that is process 1 of a fresh PID and IPC namespace, joins the slot's cgroup,
+  takes resource limits, drops to the slot's user id, fences its files with Landlock and its
+  system calls with seccomp, and runs the program (``harness``). It watches the child's CPU time
+  (its whole tree's, where a cgroup counts it) against the limit, with a wall-clock backstop,
+  and its output against the cap, and sends the raw outcome back. It never compares outputs and
+  never sees a functional check's source: expected answers never enter a process that
+  candidates are forked from.
+- ``checks``: runs the trusted side of functional tests (``checker``), forked the same way under
+  a second user id. A check reaches the candidate's function through two pipes that the judge
+  hands to both workers, carrying plain data only (``plain``).
+
+Frames on the judge's pipes are a 4-byte length and a pickle; only the judge writes to this
+process's stdin, and a candidate's own bytes come back as plain strings. File descriptors for
+a functional job come over a Unix socket pair (fd 3) that only the judge holds the other end of.
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ from __future__ import annotations
 import gc
 import json
 import marshal
+import math
 import os
 import pickle
+import resource
 import select
 import shutil
 import signal
+import socket
 import struct
 import sys
 import time
@@ -52,9 +63,10 @@ PREIMPORTS = [
     "typing",
 ]
 
+EXIT_SETUP = 71  # the child could not enter the sandbox (a fault of the judge or the host)
 STDERR_TAIL = 2000
 STDOUT_SHOWN = 2000  # of a failed test's output, sent back for first_failure
-_KILL_SIGNAL_GRACE = 0.25
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Protocol:
@@ -85,32 +97,114 @@ class Protocol:
         return b"".join(chunks)
 
 
-class Child:
-    """One forked candidate process and its three pipes (stdout, stderr, reports)."""
+class Clock:
+    """A test's time: CPU seconds of the candidate's whole tree (the slot's cgroup where there is
+    one, else the process and the children it reaped) against ``limit_s``, and wall seconds
+    against ``limit_s * wall_factor`` as a backstop for a program that sleeps or blocks. A busy
+    machine slows the wall clock, not the CPU clock, so it does not turn a pass into a time limit."""
 
-    def __init__(self, pid: int, out: int, err: int, res: int, max_out: int):
+    def __init__(self, pid: int, limit_s: float):
+        self.pid, self.limit = pid, limit_s
+        self.wall_end = time.monotonic() + limit_s * SETUP.get("wall_factor", 3.0)
+        self.cpu0 = self._cpu()
+
+    def restart(self, limit_s: float) -> None:
+        self.limit = limit_s
+        self.wall_end = time.monotonic() + limit_s * SETUP.get("wall_factor", 3.0)
+        self.cpu0 = self._cpu()
+
+    def _cpu(self) -> float:
+        account = SETUP.get("account_obj")
+        if account is not None:
+            value = account.cpu_s()
+            if value is not None:
+                return value
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return sum(int(x) for x in fields[11:15]) / _CLK_TCK  # utime stime cutime cstime
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def used(self) -> float:
+        return self._cpu() - self.cpu0
+
+    def wait_s(self) -> float:
+        """How long to sleep before the next look (0 when a limit is reached). CPU time grows no
+        faster than wall time per thread, so sleeping the CPU time left is never too long for a
+        single thread; the per-process RLIMIT_CPU catches many threads."""
+        now = time.monotonic()
+        if now >= self.wall_end:
+            return 0.0
+        left = self.limit - self.used()
+        if left <= 0:
+            return 0.0
+        return min(self.wall_end - now, max(left, 0.005))
+
+    def expired(self) -> str | None:
+        if time.monotonic() >= self.wall_end:
+            return "wall-clock backstop"
+        if self.used() >= self.limit:
+            return "CPU-time limit"
+        return None
+
+
+class Child:
+    """One forked candidate process and its pipes (stdout, stderr, and reports or replies)."""
+
+    def __init__(self, pid: int, out: int, err: int, res: int | None, max_out: int):
         self.pid, self.max_out = pid, max_out
         self.pidfd = os.pidfd_open(pid)
-        self.fds = {out: "out", err: "err", res: "res"}
+        self.fds = {out: "out", err: "err"}
+        if res is not None:
+            self.fds[res] = "res"
         self.out, self.err, self.res = bytearray(), bytearray(), bytearray()
         self.status: int | None = None
         self.maxrss_kb = 0
+        self.why_timeout = ""
+        self.oom0 = _oom_kills()
+        self.wfd, self.pending = -1, bytearray()
 
-    def next_event(self, deadline: float, watch: int | None = None) -> str:
-        """'report' (a line is ready), 'exit', 'timeout', 'output_limit', or 'watch' when the
-        ``watch`` fd (the judge's pipe) has something to read."""
+    def send(self, wfd: int, payload: bytes) -> None:
+        """Queue a frame for the child; written as it reads (never blocking this worker)."""
+        if self.wfd < 0:
+            os.set_blocking(wfd, False)
+            self.wfd = wfd
+        self.pending += struct.pack("<I", len(payload)) + payload
+        self._pump()
+
+    def _pump(self) -> None:
+        try:
+            while self.pending:
+                n = os.write(self.wfd, self.pending[: 1 << 16])
+                del self.pending[:n]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.pending.clear()  # the child closed its end: its exit says why
+
+    def next_event(self, clock: Clock, watch: int | None = None, frames: bool = False) -> str:
+        """'report' (a line, or with ``frames`` a whole frame, is ready), 'exit', 'timeout',
+        'output_limit', or 'watch' when the ``watch`` fd (the judge's pipe) has something."""
         while True:
-            if b"\n" in self.res:
+            if self._ready(frames):
                 return "report"
             if self.status is not None:
                 return "exit"
             if len(self.out) > self.max_out:
                 return "output_limit"
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout"
+            wait = clock.wait_s()
+            if wait <= 0:
+                why = clock.expired()
+                if why:
+                    self.why_timeout = why
+                    return "timeout"
+                wait = 0.005
             extra = [self.pidfd] if watch is None else [self.pidfd, watch]
-            ready, _, _ = select.select([*self.fds, *extra], [], [], left)
+            writing = [self.wfd] if self.pending else []
+            ready, writable, _ = select.select([*self.fds, *extra], writing, [], wait)
+            if writable:
+                self._pump()
             if watch is not None and watch in ready:
                 return "watch"
             for fd in ready:
@@ -118,6 +212,14 @@ class Child:
                     self._exited()
                 else:
                     self._read(fd)
+
+    def _ready(self, frames: bool) -> bool:
+        if not frames:
+            return b"\n" in self.res
+        if len(self.res) < 4:
+            return False
+        (n,) = struct.unpack("<I", self.res[:4])
+        return len(self.res) >= 4 + n
 
     def pop_report(self) -> dict:
         line, _, rest = bytes(self.res).partition(b"\n")
@@ -127,6 +229,21 @@ class Child:
         except (ValueError, RecursionError):
             obj = None
         return obj if isinstance(obj, dict) else {"ok": False, "exc": "BadReport", "mem": False}
+
+    def pop_frame(self) -> bytes:
+        (n,) = struct.unpack("<I", self.res[:4])
+        frame = bytes(self.res[4 : 4 + n])
+        del self.res[: 4 + n]
+        return frame
+
+    def drain(self) -> None:
+        """Read what is already in the pipes (what the child wrote before its last reply)."""
+        while self.fds:
+            ready, _, _ = select.select(list(self.fds), [], [], 0)
+            if not ready:
+                return
+            for fd in ready:
+                self._read(fd)
 
     def _read(self, fd: int) -> None:
         b = os.read(fd, 1 << 16)
@@ -153,7 +270,7 @@ class Child:
         self._drain_after_exit()
 
     def _drain_after_exit(self) -> None:
-        """Kill what the program left behind (it holds the pipes open), then read to the end."""
+        """Its namespace died with it; kill what escaped that (nothing should), read to the end."""
         finish_uid()
         end = time.monotonic() + 2.0
         while self.fds and time.monotonic() < end:
@@ -162,13 +279,15 @@ class Child:
                 self._read(fd)
         self.close()
 
+    def out_of_memory(self) -> bool:
+        return _oom_kills() > self.oom0
+
     def kill(self) -> None:
         if self.status is None:
-            for kill in (os.killpg, os.kill):  # the group, and the child itself if not yet a leader
-                try:
-                    kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # process 1 of its namespace: all of it goes
+            except ProcessLookupError:
+                pass
             self._exited()
 
     def close(self) -> None:
@@ -181,6 +300,11 @@ class Child:
 
 SETUP: dict = {}
 PRELUDE = harness.prelude_namespace()
+
+
+def _oom_kills() -> int:
+    account = SETUP.get("account_obj")
+    return account.oom_kills() if account is not None else 0
 
 
 def finish_uid() -> None:
@@ -196,7 +320,11 @@ def finish_uid() -> None:
     sandbox.kill_children()  # unsafe mode; with a user id, whatever kill_uid could not reach
 
 
-def fork_child(job: dict, cpu_s: int, stdin_data: bytes, target) -> Child:
+def fork_child(
+    job: dict, cpu_s: float, stdin_data: bytes, target, extra_fds: list[int] = (), report: bool = True
+) -> Child:
+    """Fork the child that runs ``target``; fds 0-2 as usual, then 3 (reports, when ``report``)
+    and ``extra_fds`` after it (requests and replies of calls)."""
     stdin_fd = os.memfd_create("stdin", 0)
     view = memoryview(stdin_data)
     while view:
@@ -204,24 +332,36 @@ def fork_child(job: dict, cpu_s: int, stdin_data: bytes, target) -> Child:
     os.lseek(stdin_fd, 0, os.SEEK_SET)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
+    res_r, fds3 = None, list(extra_fds)
+    if report:
+        res_r, res_w = os.pipe()
+        fds3.insert(0, res_w)
     spec = {
         **job["limits"],
-        "cpu_s": cpu_s,
+        "cpu_s": max(1, math.ceil(cpu_s) + 1),  # each process's hard stop; the Clock is the limit
         "dir": job["dir"],
         "uid": SETUP.get("uid"),
         "rootless": SETUP["sandbox"] and SETUP["mode"] == "rootless",
-        "scope": SETUP.get("scope", False),
+        "ruleset": SETUP.get("ruleset", -1),
+        "seccomp": SETUP.get("seccomp"),
+        "account": SETUP.get("account_obj"),
     }
-    pid = os.fork()
+    pid = sandbox.fork_into_namespaces() if SETUP["sandbox"] else os.fork()
     if pid == 0:
         try:
-            harness.enter(spec, stdin_fd, out_w, err_w, res_w)
+            harness.enter(spec, stdin_fd, out_w, err_w, fds3)
+        except BaseException as e:  # the judge's failure, not the program's: say so on its stderr
+            try:
+                os.write(2, f"judge: sandbox set-up failed: {type(e).__name__}: {e}\n".encode())
+            except BaseException:
+                pass
+            os._exit(EXIT_SETUP)
+        try:
             target()
         except BaseException:
             pass
         os._exit(70)
-    for fd in (stdin_fd, out_w, err_w, res_w):
+    for fd in (stdin_fd, out_w, err_w, *fds3):
         os.close(fd)
     return Child(pid, out_r, err_r, res_r, job["limits"]["max_output_bytes"])
 
@@ -230,9 +370,11 @@ def outcome(child: Child, event: str, rep: dict | None) -> dict:
     """The raw result of a test from what the child reported and how it ended."""
     res = {"stderr": child.err[-STDERR_TAIL:].decode("utf-8", "replace")}
     if event == "timeout":
-        return {**res, "status": "time_limit", "detail": "wall-clock limit"}
+        return {**res, "status": "time_limit", "detail": child.why_timeout or "time limit"}
     if event == "output_limit":
         return {**res, "status": "runtime_error", "detail": "output limit exceeded"}
+    if child.out_of_memory():
+        return {**res, "status": "memory_limit", "detail": "the process tree's memory limit"}
     if rep is not None:
         if rep.get("ok"):
             return {**res, "status": "ok"}
@@ -264,19 +406,21 @@ def _exit_outcome(status: int | None) -> dict:
     return {"status": "runtime_error", "detail": f"exit code {code}"}
 
 
+# ---------------------------------------------------------------- stdin tests
+
+
 def run_stdin_job(proto: Protocol, job: dict) -> None:
     """One fresh process per test. With early exit the next test starts while the judge is still
     comparing the last one (its answer is read when it comes); a 'stop' kills that test."""
     timeout = job["limits"]["timeout_s"]
-    cpu = int(timeout) + 1
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i, data in enumerate(job["inputs"]):
         if i:
             _reset_dir(job["dir"])  # each test starts as if the program ran alone
         t0 = time.monotonic()
-        child = fork_child(job, cpu, data, lambda: harness.run_stdin(job["code"]))
+        child = fork_child(job, timeout, data, lambda: harness.run_stdin(job["code"]))
         try:
-            event, rep, pending, go_on = _watch_stdin_test(proto, child, t0 + timeout, pending)
+            event, rep, pending, go_on = _watch_stdin_test(proto, child, Clock(child.pid, timeout), pending)
             if pending:
                 go_on, pending = bool(proto.recv()), False
         finally:
@@ -296,12 +440,12 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
         proto.recv()
 
 
-def _watch_stdin_test(proto: Protocol, child: Child, deadline: float, pending: bool):
+def _watch_stdin_test(proto: Protocol, child: Child, clock: Clock, pending: bool):
     """Wait for the test's report and exit, reading the judge's answer if it comes meanwhile.
     Returns (event, report, still pending, go on)."""
     rep = None
     while True:
-        event = child.next_event(deadline, proto.rfd if pending else None)
+        event = child.next_event(clock, proto.rfd if pending else None)
         if event == "watch":
             pending = False
             if not proto.recv():
@@ -315,54 +459,82 @@ def _watch_stdin_test(proto: Protocol, child: Child, deadline: float, pending: b
         return event, rep, pending, True
 
 
-def run_multi_job(proto: Protocol, job: dict) -> None:
-    """Call or functional tests: one child runs them in turn, one report per test. A child that
-    dies (time limit, crash) takes its test with it; a fresh child goes on from the next one."""
+# ---------------------------------------------------------------- call tests
+
+
+def run_call_job(proto: Protocol, job: dict) -> None:
+    """Call tests: one child serves the calls in turn (``harness.serve_calls``); this worker sends
+    each test's arguments and reads back the return value as plain data, which it passes on to
+    the judge unread. A child that dies (time limit, crash) takes its test with it; a fresh
+    child goes on from the next one. Each test's stderr is what the child wrote during it."""
     timeout = job["limits"]["timeout_s"]
     n, start = len(job["tests"]), 0
     while start < n:
-        tests = job["tests"][start:]
-        cpu = int(timeout * len(tests)) + 2
-
-        def target(tests=tests) -> None:
-            harness.run_tests(
-                job["code"],
-                PRELUDE,
-                job["kind"],
-                tests,
-                job.get("fn_name"),
-                job["limits"]["max_output_bytes"],
-            )
-
-        t0 = time.monotonic()
-        child = fork_child(job, cpu, b"", target)
+        left = n - start
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        child = fork_child(job, timeout * left + 1, b"", _server(job), [req_r, ans_w], report=False)
+        child.fds[ans_r] = "res"
         try:
-            start = _stream_reports(proto, job, child, start, n, t0)
+            start = _call_tests(proto, job, child, start, n, req_w)
         finally:
+            os.close(req_w)
             child.kill()
             child.close()
 
 
-def _stream_reports(proto: Protocol, job: dict, child: Child, start: int, n: int, t0: float) -> int:
-    """Forward the child's reports; the index to restart from (n when done or told to stop)."""
+def _server(job: dict):
+    return lambda: harness.serve_calls(job["code"], PRELUDE, job["limits"]["max_output_bytes"])
+
+
+def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req_w: int) -> int:
+    from mcoder.judge import plain
+
     timeout = job["limits"]["timeout_s"]
+    clock = Clock(child.pid, timeout)
     for i in range(start, n):
-        event = child.next_event(t0 + timeout)
-        rep = child.pop_report() if event == "report" else None
-        if rep is not None and rep.get("i") != i - start:
-            rep = {"ok": False, "exc": "BadReport", "mem": False}
-        res = outcome(child, event, rep)
-        if event == "exit" and res["status"] == "ok":
-            res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
-        res.update(i=i, t=time.monotonic() - t0)
-        if res["status"] == "ok" and job["kind"] == "call":
-            res["value"] = str(rep.get("value"))
         t0 = time.monotonic()
+        clock.restart(timeout)
+        if i > start:
+            del child.err[:]
+        child.send(req_w, plain.encode(("call", job["fn_name"], tuple(job["tests"][i]), {})))
+        event = child.next_event(clock, frames=True)
+        res: dict
+        if event == "report":
+            frame = child.pop_frame()
+            child.drain()
+            res = _call_result(child, frame)
+        else:
+            res = outcome(child, event, None)
+            if event == "exit" and res["status"] == "ok":
+                res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
+        res.update(i=i, t=time.monotonic() - t0)
         if not _send_result(proto, job, res):
             return n
         if event != "report":
             return i + 1
     return n
+
+
+def _call_result(child: Child, frame: bytes) -> dict:
+    """A reply, passed on as bytes: the judge decodes it (plain data only) and compares."""
+    from mcoder.judge import plain
+
+    stderr = child.err[-STDERR_TAIL:].decode("utf-8", "replace")
+    try:
+        kind, *rest = plain.decode(frame)
+    except (plain.NotPlain, ValueError, TypeError):
+        return {"status": "runtime_error", "detail": "a reply that is not plain data", "stderr": stderr}
+    if kind == "ok":
+        return {"status": "ok", "value": frame, "stderr": stderr}
+    if kind == "notplain":
+        return {"status": "ok", "value": None, "stderr": stderr, "detail": str(rest[:1])[:200]}
+    exc = str(rest[0])[:200] if rest else "error"
+    if exc == "MemoryError" or (len(rest) > 1 and rest[1] is True):
+        return {"status": "memory_limit", "detail": "MemoryError", "stderr": stderr}
+    if exc == "OutputLimit":
+        return {"status": "runtime_error", "detail": "output limit exceeded", "stderr": stderr}
+    return {"status": "runtime_error", "detail": exc, "stderr": stderr}
 
 
 def _send_result(proto: Protocol, job: dict, res: dict) -> bool:
@@ -373,6 +545,60 @@ def _send_result(proto: Protocol, job: dict, res: dict) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- functional tests
+
+
+def run_serve_job(proto: Protocol, job: dict, fds: list[int]) -> None:
+    """The candidate's side of functional tests: a child serves calls on the pipes the judge
+    handed over (the check runs in the checks worker, at the other end); this worker only
+    watches its time, memory and output, until the judge says the checks are over."""
+    timeout = job["limits"]["timeout_s"] * job["n_tests"]
+    child = fork_child(job, timeout, b"", _server(job), fds, report=False)
+    clock = Clock(child.pid, timeout)
+    event = "watch"
+    try:
+        event = child.next_event(clock, proto.rfd)
+    finally:
+        if event == "watch":
+            proto.recv()  # the judge's "end"
+        child.kill()
+        child.close()
+    res = outcome(child, event, None) if event != "watch" else {"status": "ok"}
+    res["stderr"] = child.err[-STDERR_TAIL:].decode("utf-8", "replace")
+    res["stdout"] = child.out[:STDOUT_SHOWN].decode("utf-8", "replace")
+    if event != "watch":
+        proto.recv()  # the judge's "end" comes all the same
+    proto.send(("ended", res))
+
+
+def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
+    """The trusted side of functional tests, in the checks worker: a child compiles and runs each
+    check, calling the candidate through the pipes; one report per test."""
+    from mcoder.judge import checker
+
+    timeout = job["limits"]["timeout_s"] * len(job["tests"])
+    target = lambda: checker.run_checks(job["tests"], job["fn_name"], job["early_exit"], job["limits"])
+    child = fork_child(job, timeout + 1, b"", target, fds)
+    clock = Clock(child.pid, timeout + 1)
+    try:
+        for i in range(len(job["tests"])):
+            event = child.next_event(clock, frames=False)
+            if event != "report":
+                rep = outcome(child, event, None)
+                proto.send(("result", {"i": i, "status": "check_failed", "detail": rep.get("detail"), "stderr": rep["stderr"]}))
+                break
+            rep = child.pop_report()
+            proto.send(("result", {**rep, "i": i}))
+            if job["early_exit"] and rep.get("status") != "ok":
+                break
+    finally:
+        child.kill()
+        child.close()
+
+
+# ---------------------------------------------------------------- the loop
+
+
 def serve(proto: Protocol) -> None:
     seq = 0
     while True:
@@ -381,15 +607,21 @@ def serve(proto: Protocol) -> None:
             return
         seq += 1
         job["dir"] = _candidate_dir(seq, job.get("source", ""))
-        job["code"] = marshal.loads(job["code"])
-        if job["kind"] == "functional":
-            job["tests"] = [(compile(src, "test.py", "exec"), calls) for src, calls in job["tests"]]
+        fds = []
+        if job.get("fds"):
+            _, fds, _, _ = socket.recv_fds(SETUP["fd_socket"], 1, 2)
+        if "code" in job:
+            job["code"] = marshal.loads(job["code"])
         try:
             if job["kind"] == "stdin":
                 run_stdin_job(proto, job)
-            else:
-                run_multi_job(proto, job)
-        finally:
+            elif job["kind"] == "call":
+                run_call_job(proto, job)
+            elif job["kind"] == "serve":
+                run_serve_job(proto, job, fds)
+            elif job["kind"] == "check":
+                run_check_job(proto, job, fds)
+        finally:  # the fds went to the child (fork_child closed this process's copies)
             finish_uid()
             shutil.rmtree(job["dir"], ignore_errors=True)
         proto.send(("done", None))
@@ -420,6 +652,8 @@ def _candidate_dir(seq: int, source: str) -> str:
 def setup(cfg: dict) -> None:
     SETUP.update(cfg)
     sandbox.die_with_parent()
+    if cfg.get("cgroups"):
+        SETUP["account_obj"] = sandbox.TreeAccount(cfg["cgroups"])  # its files open before Landlock
     if cfg["sandbox"]:
         readable = sandbox.readable_roots()
         if cfg["mode"] == "root":
@@ -428,14 +662,22 @@ def setup(cfg: dict) -> None:
         else:
             sandbox.enter_user_namespace()
         sandbox.disk_quota(cfg["base"], cfg["disk_mb"])
+        SETUP["ruleset"] = sandbox.landlock_ruleset(
+            [cfg["base"]], sandbox.candidate_roots(cfg.get("packages", [])), cfg.get("scope", False)
+        )
+        SETUP["seccomp"] = sandbox.seccomp_program()
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
     if cfg.get("uid") is not None:
         sandbox.kill_uid(cfg["uid"])  # whatever a worker before this one (killed from outside) left running
     _reset_dir(cfg["base"])  # and the folders it left
     sys.dont_write_bytecode = True
+    if cfg.get("role") == "checks":
+        from mcoder.judge import checker  # noqa: F401  (loaded once, before any fork)
     for name in PREIMPORTS:
         __import__(name)
+    from mcoder.judge import plain  # noqa: F401
+
     gc.collect()
     gc.freeze()  # forked children then share these pages instead of copying them
 
@@ -448,7 +690,9 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     try:
-        setup(json.loads(sys.argv[1]))
+        cfg = json.loads(sys.argv[1])
+        cfg["fd_socket"] = socket.socket(fileno=cfg["fd_socket"])
+        setup(cfg)
     except Exception as e:
         proto.send(("error", f"{type(e).__name__}: {e}"))
         return
