@@ -43,7 +43,7 @@ PROBLEM_FIELDS = ("id", "source", "question", "tests")  # what an earlier output
 def build(config: BuildConfig) -> Tally:
     """Run the stages and write ``config.out``; returns the counts (also shown as tables)."""
     tally = Tally()
-    sources = find_sources(config.sources, config.format, tally)
+    sources = find_sources(config.sources, tally)
     with claim_output(
         config.out,
         stage="dataset build",

