@@ -1,6 +1,7 @@
 """The CLI boundary: exit codes, error and hint lines, no traceback unless MCODER_DEBUG=1, and a
 --help that does not import torch."""
 
+import os
 import subprocess
 import sys
 
@@ -94,3 +95,60 @@ def test_bad_flag_is_a_usage_error():
 def test_version_in_a_real_process():
     out = subprocess.run([sys.executable, "-m", "mcoder", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == f"mcoder {__version__}"
+
+
+# ---- everyday use (issue 15, row 10)
+
+MINE = ("rollout", "judge", "bench")
+
+
+def _help(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "80"})
+
+
+def test_dash_h_is_help_for_every_subcommand():
+    for cmd in (*MINE, "train", "dataset"):
+        r = _help(cmd, "-h")
+        assert r.exit_code == 0 and "Usage:" in r.stdout, (cmd, r.output)
+    assert _help("-h").exit_code == 0
+
+
+def test_help_at_80_columns_shows_every_flag_whole_in_panels_with_an_example():
+    root = typer.main.get_command(app)
+    for cmd in MINE:
+        text = _help(cmd, "--help").stdout
+        assert max(len(line) for line in text.splitlines()) <= 80
+        params = root.commands[cmd].params
+        for p in params:
+            for flag in p.opts + p.secondary_opts:
+                if flag.startswith("--"):
+                    assert flag in text, (cmd, flag)
+        assert "<bool>" not in text, cmd
+        assert "Inputs and outputs" in text and "Other" in text and "Example: mcoder " + cmd in text
+
+
+def test_quiet_silences_the_libraries_too(monkeypatch):
+    import warnings
+
+    import huggingface_hub.utils
+    from transformers.utils import logging as hf_logging
+
+    from mcoder.console import QUIET_ENV, set_quiet
+
+    for name in QUIET_ENV:  # restored after the test
+        monkeypatch.delenv(name, raising=False)
+    try:
+        set_quiet(True)
+        assert hf_logging.get_verbosity() == hf_logging.ERROR
+        assert not hf_logging.is_progress_bar_enabled()
+        assert huggingface_hub.utils.are_progress_bars_disabled()
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"  # child processes too
+        with warnings.catch_warnings(record=True) as seen:
+            set_quiet(True)  # inside catch_warnings: its filter applies there
+            warnings.warn("a library's SyntaxWarning", SyntaxWarning)
+        assert not seen
+    finally:
+        set_quiet(False)
+        hf_logging.set_verbosity_warning()
+        hf_logging.enable_progress_bar()
+        huggingface_hub.utils.enable_progress_bars()

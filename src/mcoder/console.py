@@ -27,8 +27,45 @@ _quiet = False
 
 
 def set_quiet(quiet: bool) -> None:
+    """--quiet: no progress bars, tables or news from mcoder, nor from the libraries it drives."""
     global _quiet
     _quiet = quiet
+    if quiet:
+        quiet_third_party()
+
+
+# Read by the libraries when they are imported (here and in child processes: judge workers,
+# rollout replicas), so that setting them costs no import of transformers at --help time.
+QUIET_ENV = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+    "VLLM_LOGGING_LEVEL": "ERROR",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PYTHONWARNINGS": "ignore",
+}
+
+
+def quiet_third_party() -> None:
+    """Silence transformers' and huggingface_hub's progress bars ("Loading weights", "Writing
+    model shards") and log lines, vLLM's log, and Python warnings (a SyntaxWarning of a
+    library): through their environment variables, and directly where already imported."""
+    import os
+    import warnings
+
+    os.environ.update(QUIET_ENV)
+    warnings.filterwarnings("ignore")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
 
 
 def is_quiet() -> bool:

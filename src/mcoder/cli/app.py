@@ -16,6 +16,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # -h as well as --help, for every subcommand (a subcommand's context inherits this)
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 # Each module defines register(app); its heavy imports happen inside the command bodies.

@@ -7,48 +7,69 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import ProblemsPath, Quiet, VerdictsPath, apply_quiet, guarded
+from mcoder.cli.common import (
+    FLAG,
+    IO_PANEL,
+    HelpFlag,
+    ProblemsPath,
+    Quiet,
+    VerdictsPath,
+    apply_quiet,
+    command_options,
+    guarded,
+)
+
+TABLES = "pass@k tables"
+PLOTS = "Training figures"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("bench")
+    @app.command(
+        **command_options(
+            "bench",
+            help="pass@k by platform x difficulty with failure shares; --run-dir RUN --plots: training figures.",
+            example="mcoder bench -p bench.jsonl --verdicts verdicts.jsonl --k 1,4,8 "
+            "(or: mcoder bench --run-dir runs/a --run-dir runs/b --plots)",
+        )
+    )  # fmt: skip
     @guarded
     def bench(
         problems: ProblemsPath = None,  # type: ignore[assignment]  (optional: --plots alone needs none)
         verdicts: VerdictsPath = None,  # type: ignore[assignment]
         k: Annotated[
-            str, typer.Option("--k", help="The k of pass@k, comma-separated; 1 is always reported.")
+            str, typer.Option("--k", rich_help_panel=TABLES, help="The k of pass@k, comma-separated; 1 is always reported.")
         ] = "1",
         baseline: Annotated[
             Path | None,
-            typer.Option("--baseline", help="Verdicts of another model: adds deltas to every table."),
+            typer.Option("--baseline", rich_help_panel=TABLES, help="Verdicts of another model: adds deltas to every table."),
         ] = None,
         markdown: Annotated[
-            Path | None, typer.Option("--markdown", help="Write the tables as markdown here.")
+            Path | None, typer.Option("--markdown", rich_help_panel=IO_PANEL, help="Write the tables as markdown here.")
         ] = None,
         json_out: Annotated[
-            Path | None, typer.Option("--json", help="Write every number as JSON here.")
+            Path | None, typer.Option("--json", rich_help_panel=IO_PANEL, help="Write every number as JSON here.")
         ] = None,
         rating_bounds: Annotated[
             str,
             typer.Option(
-                "--rating-bounds", help="Ratings below LO are easy, below HI medium, else hard: LO,HI."
+                "--rating-bounds", rich_help_panel=TABLES, help="Ratings below LO are easy, below HI medium, else hard: LO,HI."
             ),
         ] = "1400,2000",
         run_dir: Annotated[
             list[Path] | None,
             typer.Option(
-                "--run-dir", help="A training run folder with metrics.jsonl; repeat to compare runs."
+                "--run-dir", rich_help_panel=PLOTS, help="A training run folder with metrics.jsonl; repeat to compare runs."
             ),
         ] = None,
         plots: Annotated[
-            bool, typer.Option("--plots", help="Draw the training-dynamics figures (PNG).")
+            bool, typer.Option("--plots", metavar=FLAG, rich_help_panel=PLOTS, help="Draw the training-dynamics figures (PNG).")
         ] = False,
         out_dir: Annotated[
             Path | None,
-            typer.Option("--out-dir", help="Folder for the figures (default RUN/plots for one run)."),
+            typer.Option("--out-dir", rich_help_panel=PLOTS, help="Folder for the figures (default RUN/plots for one run)."),
         ] = None,
         quiet: Quiet = False,
+        help_: HelpFlag = False,
     ) -> None:
         """pass@k by platform x difficulty with failure shares; --run-dir RUN --plots: training figures."""
         from mcoder.bench.config import BenchConfig, parse_ks, parse_rating_bounds

@@ -55,17 +55,65 @@ def guarded(fn):
 
 
 def apply_quiet(quiet: bool) -> None:
+    """--quiet: mcoder's bars and tables off, and transformers', huggingface_hub's and vLLM's
+    progress bars, logs and warnings too (``console.quiet_third_party``)."""
     set_quiet(quiet)
 
 
+# Help panels, shared so that every subcommand groups its options the same way.
+IO_PANEL = "Inputs and outputs"
+OTHER_PANEL = "Other"
+
+# A flag takes no value: an empty metavar keeps typer from showing it as <bool>.
+FLAG = ""
+
+
+def _show_help(ctx: typer.Context, value: bool) -> None:
+    if value:
+        typer.echo(ctx.get_help(), nl=False)
+        raise typer.Exit()
+
+
+def command_options(name: str, *, help: str, example: str) -> dict:
+    """The keywords of ``app.command`` for a subcommand: its help, an example as the help's
+    epilog, and no built-in --help (``HelpFlag`` replaces it, shown as a flag)."""
+    return {"name": name, "help": help, "epilog": f"Example: {example}", "add_help_option": False}
+
+
 # Option aliases: each flag's help is written once.
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")]
+HelpFlag = Annotated[
+    bool,
+    typer.Option(
+        "--help", "-h", is_eager=True, callback=_show_help, metavar=FLAG,
+        help="Show this message and exit.", rich_help_panel=OTHER_PANEL,
+    ),
+]  # fmt: skip
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", metavar=FLAG, rich_help_panel=OTHER_PANEL,
+        help="No progress bars, tables or news on stderr, from mcoder or the libraries it drives.",
+    ),
+]  # fmt: skip
 Overwrite = Annotated[
-    bool, typer.Option("--overwrite", help="Start over instead of resuming an earlier, unfinished output.")
+    bool,
+    typer.Option(
+        "--overwrite", metavar=FLAG, rich_help_panel=IO_PANEL,
+        help="Start over: discard an earlier output of this command (made with other settings, or "
+        "unfinished) instead of refusing it or resuming it.",
+    ),
+]  # fmt: skip
+ProblemsPath = Annotated[
+    Path, typer.Option("--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin).")
 ]
-ProblemsPath = Annotated[Path, typer.Option("--problems", "-p", help="Problems JSONL ('-' for stdin).")]
-RolloutsPath = Annotated[Path, typer.Option("--rollouts", "-r", help="Rollouts JSONL ('-' for stdin).")]
-VerdictsPath = Annotated[Path, typer.Option("--verdicts", help="Verdicts JSONL ('-' for stdin).")]
-OutPath = Annotated[Path, typer.Option("--out", "-o", help="Output JSONL ('-' for stdout).")]
-ModelPath = Annotated[str, typer.Option("--model", "-m", help="Model folder (transformers format).")]
+RolloutsPath = Annotated[
+    Path, typer.Option("--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin).")
+]
+VerdictsPath = Annotated[
+    Path, typer.Option("--verdicts", rich_help_panel=IO_PANEL, help="Verdicts JSONL ('-' for stdin).")
+]
+OutPath = Annotated[Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout).")]
+ModelPath = Annotated[
+    str, typer.Option("--model", "-m", rich_help_panel=IO_PANEL, help="Model folder (transformers format).")
+]
 Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]

@@ -7,71 +7,84 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import OutPath, Overwrite, Quiet, apply_quiet, guarded
+from mcoder.cli.common import FLAG, IO_PANEL, HelpFlag, OutPath, Overwrite, Quiet, apply_quiet, command_options, guarded
+
+MERGE = "Shards"
+LIMITS = "Limits per test"
+GRADING = "Grading"
+POOL = "Workers and isolation"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("judge")
+    @app.command(
+        **command_options(
+            "judge",
+            help="Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout.",
+            example="mcoder judge -p problems.jsonl -r rollouts.jsonl -o verdicts.jsonl --workers 8",
+        )
+    )  # fmt: skip
     @guarded
     def judge(
         out: OutPath,
         problems: Annotated[
-            Path | None, typer.Option("--problems", "-p", help="Problems JSONL ('-' for stdin).")
+            Path | None, typer.Option("--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin).")
         ] = None,
         rollouts: Annotated[
             Path | None,
             typer.Option(
-                "--rollouts", "-r", help="Rollouts JSONL ('-' for stdin); with --merge, the check list."
+                "--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin); with --merge, the check list."
             ),
         ] = None,
         merge: Annotated[
             bool,
             typer.Option(
-                "--merge",
+                "--merge", metavar=FLAG, rich_help_panel=MERGE,
                 help="Join the verdict files PARTS of --shard runs into OUT, checking that no rollout "
                 "is judged twice (and, with --rollouts, that every one is judged).",
             ),
         ] = False,
         parts: Annotated[
-            list[Path] | None, typer.Argument(help="With --merge: the shards' verdict files.")
+            list[Path] | None,
+            typer.Argument(metavar="PARTS", help="With --merge: the shards' verdict files."),
         ] = None,
         workers: Annotated[
-            int, typer.Option("--workers", "-w", help="Candidates run at once (0 = one per core).")
+            int, typer.Option("--workers", "-w", rich_help_panel=POOL, help="Candidates run at once (0 = one per core).")
         ] = 0,
         timeout: Annotated[
-            float, typer.Option("--timeout", help="Wall-clock (and CPU) limit per test, seconds.")
+            float, typer.Option("--timeout", rich_help_panel=LIMITS, help="Wall-clock (and CPU) limit per test, seconds.")
         ] = 6.0,
         memory_mb: Annotated[
-            int, typer.Option("--memory-mb", help="Memory (address space) limit, MiB.")
+            int, typer.Option("--memory-mb", rich_help_panel=LIMITS, help="Memory (address space) limit, MiB.")
         ] = 1024,
         compare: Annotated[
             str,
             typer.Option(
-                "--compare", help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules)."
+                "--compare", rich_help_panel=GRADING, help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules)."
             ),
         ] = "microcoder",
         reward: Annotated[
-            str, typer.Option("--reward", help="binary (all tests pass) or fraction (share passed).")
+            str, typer.Option("--reward", rich_help_panel=GRADING, help="binary (all tests pass) or fraction (share passed).")
         ] = "binary",
         shard: Annotated[
-            str | None, typer.Option("--shard", help="Judge only shard i of n (i/n, by rollout id).")
+            str | None, typer.Option("--shard", rich_help_panel=MERGE, help="Judge only shard i of n (i/n, by rollout id).")
         ] = None,
         no_early_exit: Annotated[
             bool,
             typer.Option(
-                "--no-early-exit", help="Run every test even after a failure (for --reward fraction)."
+                "--no-early-exit", metavar=FLAG, rich_help_panel=GRADING, help="Run every test even after a failure (for --reward fraction)."
             ),
         ] = False,
         unsafe_no_sandbox: Annotated[
             bool,
             typer.Option(
-                "--unsafe-no-sandbox",
+                "--unsafe-no-sandbox", metavar=FLAG, rich_help_panel=POOL,
                 help="Run candidates without isolation: only inside a VM or container "
                 "that isolates the judge already.",
             ),
         ] = False,
         overwrite: Overwrite = False,
         quiet: Quiet = False,
+        help_: HelpFlag = False,
     ) -> None:
         """Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout.
 

@@ -7,12 +7,34 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import ModelPath, OutPath, Overwrite, ProblemsPath, Quiet, Seed, apply_quiet, guarded
+from mcoder.cli.common import (
+    IO_PANEL,
+    HelpFlag,
+    ModelPath,
+    OutPath,
+    Overwrite,
+    ProblemsPath,
+    Quiet,
+    apply_quiet,
+    command_options,
+    guarded,
+)
 from mcoder.console import emit
 
 
+SAMPLING = "Sampling"
+AUTO_T = "Temperature from diversity (--temperature auto)"
+ENGINE = "Engine"
+
+
 def register(app: typer.Typer) -> None:
-    app.command("rollout", help="Sample G completions per problem (token ids, log-probs, finish reasons).")(rollout)
+    app.command(
+        **command_options(
+            "rollout",
+            help="Sample G completions per problem (token ids, log-probs, finish reasons).",
+            example="mcoder rollout -p problems.jsonl -m MODEL -o rollouts.jsonl --n 8 --max-tokens 1024",
+        )
+    )(rollout)  # fmt: skip
 
 
 @guarded
@@ -20,59 +42,60 @@ def rollout(
     problems: ProblemsPath,
     model: ModelPath,
     out: OutPath,
-    n: Annotated[int, typer.Option("--n", "-n", help="Samples per problem (the group size G).")] = 8,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most completion tokens per sample.")] = 1024,
+    n: Annotated[int, typer.Option("--n", "-n", rich_help_panel=SAMPLING, help="Samples per problem (the group size G).")] = 8,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", rich_help_panel=SAMPLING, help="Most completion tokens per sample.")] = 1024,
     temperature: Annotated[
         str | None,
-        typer.Option("--temperature", "-t", help="A number (default 1.0), or 'auto': choose from measured diversity."),
+        typer.Option("--temperature", "-t", rich_help_panel=SAMPLING, help="A number (default 1.0), or 'auto': choose from measured diversity."),
     ] = None,
     temperature_schedule: Annotated[
         str | None,
-        typer.Option("--temperature-schedule", help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'."),
+        typer.Option("--temperature-schedule", rich_help_panel=SAMPLING, help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'."),
     ] = None,
-    step: Annotated[int, typer.Option("--step", help="Training step whose schedule stage applies.")] = 0,
+    step: Annotated[int, typer.Option("--step", rich_help_panel=SAMPLING, help="Training step whose schedule stage applies.")] = 0,
     diversity_target: Annotated[
         float | None,
-        typer.Option("--diversity-target", help="With --temperature auto: diversity the chosen T must reach."),
+        typer.Option("--diversity-target", rich_help_panel=AUTO_T, help="With --temperature auto: diversity the chosen T must reach."),
     ] = None,
     temperature_candidates: Annotated[
         str | None,
-        typer.Option("--temperature-candidates", help="With --temperature auto: START:STOP:STEP or a,b,c."),
+        typer.Option("--temperature-candidates", rich_help_panel=AUTO_T, help="With --temperature auto: START:STOP:STEP or a,b,c."),
     ] = None,
     probe_problems: Annotated[
-        int, typer.Option("--probe-problems", help="With --temperature auto: problems probed per candidate.")
+        int, typer.Option("--probe-problems", rich_help_panel=AUTO_T, help="With --temperature auto: problems probed per candidate.")
     ] = 16,
     diversity_measure: Annotated[
-        str, typer.Option("--diversity-measure", help="With --temperature auto: lexical or program.")
+        str, typer.Option("--diversity-measure", rich_help_panel=AUTO_T, help="With --temperature auto: lexical or program.")
     ] = "lexical",
-    engine: Annotated[str, typer.Option("--engine", help="auto (vLLM when installed, else hf), hf or vllm.")] = "auto",
+    engine: Annotated[str, typer.Option("--engine", rich_help_panel=ENGINE, help="auto (vLLM when installed, else hf), hf or vllm.")] = "auto",
     adapter: Annotated[
-        Path | None, typer.Option("--adapter", help="PEFT LoRA adapter folder applied to the model.")
+        Path | None, typer.Option("--adapter", rich_help_panel=IO_PANEL, help="PEFT LoRA adapter folder applied to the model.")
     ] = None,
-    seed: Seed = 0,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows (problem x sample) per engine call.")] = 32,
+    seed: Annotated[int, typer.Option("--seed", rich_help_panel=SAMPLING, help="Run seed; each problem's samples are seeded from it and the problem id.")] = 0,
+    batch_size: Annotated[int, typer.Option("--batch-size", rich_help_panel=ENGINE, help="Rows (problem x sample) per engine call.")] = 32,
     tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "--tp", help="vllm: GPUs one model copy is split over.")
+        int, typer.Option("--tensor-parallel-size", "--tp", rich_help_panel=ENGINE, help="vllm: GPUs one model copy is split over.")
     ] = 1,
     data_parallel_size: Annotated[
-        int, typer.Option("--data-parallel-size", "--dp", help="vllm: engine replicas (processes), each on its own GPUs.")
+        int, typer.Option("--data-parallel-size", "--dp", rich_help_panel=ENGINE, help="vllm: engine replicas (processes), each on its own GPUs.")
     ] = 1,
-    top_k: Annotated[int, typer.Option("--top-k", help="Top-k filtering (0: off).")] = 0,
-    top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass (1.0: off).")] = 1.0,
+    top_k: Annotated[int, typer.Option("--top-k", rich_help_panel=SAMPLING, help="Top-k filtering (0: off).")] = 0,
+    top_p: Annotated[float, typer.Option("--top-p", rich_help_panel=SAMPLING, help="Nucleus sampling mass (1.0: off).")] = 1.0,
     policy_version: Annotated[
-        int, typer.Option("--policy-version", help="Policy version recorded in each rollout and its id.")
+        int, typer.Option("--policy-version", rich_help_panel=SAMPLING, help="Policy version recorded in each rollout and its id.")
     ] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N problems.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", rich_help_panel=IO_PANEL, help="Use only the first N problems.")] = None,
     long_prompts: Annotated[
         str,
         typer.Option(
-            "--long-prompts",
+            "--long-prompts", rich_help_panel=SAMPLING,
             help="A prompt longer than the model's context minus --max-tokens: skip it (counted and "
             "named in the summary) or error (exit 3 before any sampling).",
         ),
     ] = "skip",
     overwrite: Overwrite = False,
     quiet: Quiet = False,
+    help_: HelpFlag = False,
 ) -> None:
     from mcoder.rollout.config import RolloutConfig
     from mcoder.rollout.run import run_rollout
