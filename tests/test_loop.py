@@ -1,0 +1,211 @@
+"""`mcoder train --loop`: one loop for one process and torchrun, the length limit it trains with,
+and `train --help` generated from the configuration's own declarations."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from mcoder.cli.app import app
+from mcoder.config import field_docs
+from mcoder.judge.config import JudgeConfig
+from mcoder.loop.config import LoopConfig
+from mcoder.rollout.sampling import SamplingConfig
+from mcoder.train.config import TrainConfig
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+
+
+def _sandbox_or_skip():
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge.sandbox import check_isolation
+
+    try:
+        check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"judge sandbox unavailable: {e.message}")
+
+
+def _loop(model: Path, run: Path, *extra: str, nproc: int = 1, steps: int = 2) -> subprocess.CompletedProcess:
+    launch = (
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            "-m",
+            "mcoder",
+        ]
+        if nproc > 1
+        else [sys.executable, "-m", "mcoder"]
+    )
+    # -n, not --n: torchrun's own parser would take --n for an abbreviation of its flags
+    args = [
+        "train", "--loop", "--model", str(model), "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
+        "--steps", str(steps), "-n", "2", "--train-batch-size", "2", "--max-tokens", "10", "--temperature", "1.0",
+        "--lr", "1e-3", "--judge-workers", "1", "--seed", "5", "--mini-batch-size", "1", "-q", *extra,
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.run([*launch, *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def _records(path: Path, drop: tuple[str, ...] = ()) -> list[dict]:
+    rows = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+
+def test_the_loop_trains_with_the_sampling_limit_as_l_max():
+    """The bug: --max-tokens reached the sampler but never TrainConfig.max_tokens, so the update
+    took L_max as the longest completion of the batch (the overlong penalty and --loss-agg
+    constant then used the wrong length)."""
+    cfg = LoopConfig(
+        model="m",
+        problems=Path("p"),
+        run_dir=Path("r"),
+        train=TrainConfig(),
+        sampling=SamplingConfig(max_tokens=37),
+    ).validate()
+    assert cfg.train.max_tokens == 37
+    assert json.loads(cfg.to_json())["train"]["max_tokens"] == 37
+
+
+def _stopping_model(tiny_model: Path, out: Path, p_eos: float = 0.12) -> Path:
+    """The tiny model made to stop: a constant added to one dimension of every token embedding
+    carries through to the final hidden state, and the (untied) output row of end-of-sequence
+    reads that dimension alone, so about ``p_eos`` of tokens end the sample whatever came before.
+    Completions then differ in length and the overlong penalty gives each group rewards to learn
+    from (random text never passes a test)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mcoder.models import eos_ids
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    eos = min(eos_ids(tok, model))
+    model.config.tie_word_embeddings = False
+    emb = model.model.embed_tokens.weight
+    head = torch.nn.Linear(model.lm_head.in_features, model.lm_head.out_features, bias=False)
+    ids = torch.randint(0, len(tok), (8, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        head.weight.copy_(model.lm_head.weight)
+        head.weight[:, 0] = 0.0
+        model.lm_head = head
+        emb[:, 0] = 5 * emb.std() * emb.shape[1] ** 0.5
+        hidden = model.model(ids).last_hidden_state.reshape(-1, head.in_features)  # (B*S, H)
+        lo, hi = -50.0, 50.0
+        for _ in range(40):  # the weight that gives the asked mean P(eos)
+            c = (lo + hi) / 2
+            head.weight[eos] = 0.0
+            head.weight[eos, 0] = c / hidden[:, 0].mean()
+            p = torch.softmax(head(hidden), -1)[:, eos].mean().item()
+            lo, hi = (c, hi) if p < p_eos else (lo, c)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.mark.slow
+def test_one_and_two_processes_write_the_same_steps(tiny_model, tmp_path):
+    """The same loop, launched as one process and as torchrun with 2 gloo ranks: the same step
+    files (rollouts, verdicts, sample decisions) and the same parameters within 1e-5."""
+    _sandbox_or_skip()
+    model = _stopping_model(tiny_model, tmp_path / "model")
+    one, two = tmp_path / "one", tmp_path / "two"
+    signal = ("--overlong-penalty", "--overlong-cache", "10", "--truncation", "none")
+    r1 = _loop(model, one, *signal)
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    r2 = _loop(model, two, *signal, nproc=2)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    for step in ("step_0001", "step_0002"):
+        a = _records(one / step / "rollouts.jsonl", drop=("sampling_logprobs",))
+        b = _records(two / step / "rollouts.jsonl", drop=("sampling_logprobs",))
+        assert a == b, f"{step}: the two runs sampled different completions"
+        la = [x["sampling_logprobs"] for x in _records(one / step / "rollouts.jsonl")]
+        lb = [x["sampling_logprobs"] for x in _records(two / step / "rollouts.jsonl")]
+        assert max(abs(x - y) for p, q in zip(la, lb, strict=True) for x, y in zip(p, q, strict=True)) < 1e-4
+        timing = ("elapsed_s", "cached")
+        assert _records(one / step / "verdicts.jsonl", timing) == _records(
+            two / step / "verdicts.jsonl", timing
+        )
+        sa = _records(one / step / "samples.jsonl")
+        sb = _records(two / step / "samples.jsonl")
+        assert [(s["rollout_id"], s["masked"], s["reward"]) for s in sa] == [
+            (s["rollout_id"], s["masked"], s["reward"]) for s in sb
+        ]
+    wa, wb = (
+        load_file(one / "checkpoint" / "model.safetensors"),
+        load_file(two / "checkpoint" / "model.safetensors"),
+    )
+    base = load_file(model / "model.safetensors")
+    assert sorted(wa) == sorted(wb)
+    assert max((wa[k] - wb[k]).abs().max().item() for k in wa) < 1e-5
+    assert max((wa[k] - base[k]).abs().max().item() for k in wa if k in base) > 1e-3, "the loop trained"
+    m1 = [orjson.loads(x) for x in (one / "metrics.jsonl").read_bytes().splitlines()]
+    m2 = [orjson.loads(x) for x in (two / "metrics.jsonl").read_bytes().splitlines()]
+    assert [m["step"] for m in m1] == [m["step"] for m in m2] == [1, 2]
+    assert [m["processes"] for m in m2] == [2, 2]
+    assert all(m["L_max"] == 10 for m in m1 + m2), "L_max is the sampling limit, in both"
+    assert torch.isfinite(torch.tensor([m["loss"] for m in m1 + m2])).all()
+
+
+# ---------------------------------------------------------------- one declaration per setting
+
+
+def _train_params() -> dict[str, object]:
+    import typer.main
+
+    command = typer.main.get_command(app).commands["train"]  # type: ignore[attr-defined]
+    return {p.name: p for p in command.params}
+
+
+@pytest.mark.parametrize(
+    "cls, prefix", [(TrainConfig, ""), (SamplingConfig, ""), (LoopConfig, ""), (JudgeConfig, "judge_")]
+)
+def test_train_help_is_the_config_docstrings(cls, prefix):
+    """Every setting's --help text is its field's docstring: change one and the other follows."""
+    params = _train_params()
+    docs = field_docs(cls)
+    covered = 0
+    for f in dataclasses.fields(cls):
+        name = prefix + f.name
+        if (
+            name not in params
+            or not docs[f.name].help
+            or name in ("max_tokens", "temperature", "model", "problems", "run_dir")
+        ):
+            continue  # (hand-written: the inputs, and two flags that mean one thing per mode)
+        assert params[name].help.startswith(docs[f.name].help), f.name
+        covered += 1
+    assert covered >= {TrainConfig: 20, SamplingConfig: 5, LoopConfig: 4, JudgeConfig: 8}[cls]
+
+
+def test_train_help_shows_presets_and_fits_80_columns():
+    r = CliRunner().invoke(app, ["train", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert r.exit_code == 0, r.output
+    text = r.stdout
+    assert "…" not in text, "a flag name was cut at 80 columns"
+    assert "(grpo 0.2, dapo 0.28, microcoder-grpo 0.28)" in " ".join(text.split()).replace("│ ", "")
+    for panel in ("Objective", "Truncated outputs", "Optimisation", "Loop", "Judge (loop)"):
+        assert panel in text
+    assert "mcoder train --loop" in text, "an example"
+
+
+def test_a_bad_choice_is_refused_by_the_config_whoever_builds_it():
+    r = CliRunner().invoke(app, ["train", "--loop", "-m", "x", "-p", "p", "--run-dir", "r", "--steps", "1",
+                                 "--loss-agg", "mean"])  # fmt: skip
+    assert r.exit_code == 2 and "--loss-agg" in r.stderr and "token, sequence, constant" in r.stderr
+    from mcoder.errors import UsageError
+
+    with pytest.raises(UsageError, match="--engine"):
+        LoopConfig(model="m", problems=Path("p"), run_dir=Path("r"), engine="tgi").validate()  # type: ignore[arg-type]
