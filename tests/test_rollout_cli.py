@@ -239,3 +239,16 @@ def test_out_naming_the_problems_file_is_refused(tiny_model, src):
     res = rollout(tiny_model, src, src)
     assert res.exit_code == 2 and "is also the problems input" in res.stderr
     assert src.read_bytes() == before
+
+
+def test_summary_diversity_is_the_batch_mean_added_up_call_by_call(tiny_model, src, tmp_path):
+    from mcoder.rollout.config import RolloutConfig
+    from mcoder.rollout.diversity import batch_diversity
+    from mcoder.rollout.run import run_rollout
+
+    out = tmp_path / "r.jsonl"
+    cfg = RolloutConfig(problems=src, model=str(tiny_model), out=out, n=4, max_tokens=8, engine="hf", seed=3,
+                        batch_size=4, quiet=True)  # fmt: skip  (one problem per engine call)
+    summary = run_rollout(cfg)
+    assert summary.diversity == pytest.approx(batch_diversity(read_records(out, Rollout)))
+    assert summary.problems == 3 and summary.samples == 12

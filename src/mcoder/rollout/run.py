@@ -30,7 +30,7 @@ from mcoder.outputs import claim_output
 from mcoder.prompts import render_prompt
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
-from mcoder.rollout.diversity import batch_diversity
+from mcoder.rollout.diversity import MEASURES, group_texts
 from mcoder.rollout.sample import make_rollouts, rollout_id, write_rollouts
 from mcoder.rollout.temperature import TemperatureSchedule, select_temperature
 
@@ -246,7 +246,7 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
     """Sample ``todo`` (an iterator) a few problems per engine call: memory is bounded by the call."""
     per_call = max(1, math.ceil(cfg.batch_size / cfg.n))
     model_name = cfg.model if cfg.adapter is None else f"{cfg.model}+{cfg.adapter}"
-    texts: list[_Text] = []
+    diversity = _DiversityMean()
     bar = console.progress(TextColumn("{task.fields[tps]} tok/s"))
     start = time.perf_counter()
     with bar:
@@ -269,17 +269,28 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
             write_rollouts(writer, rollouts)
             _account(summary, rollouts)
             summary.problems += len(keep)
-            # Keep only what the diversity summary needs, not token ids.
-            texts.extend(_Text(r.problem_id, r.completion) for r in rollouts)
+            diversity.add(rollouts)
             summary.seconds = time.perf_counter() - start
             bar.update(task, advance=len(chunk), tps=f"{summary.tokens_per_s:,.0f}")
-    summary.diversity = batch_diversity(texts)
+    summary.diversity = diversity.result()
 
 
-@dataclass(slots=True)
-class _Text:
-    problem_id: str
-    completion: str
+@dataclass
+class _DiversityMean:
+    """The batch's mean group diversity (``batch_diversity``), added up a call at a time so that
+    no completion is kept after it is written."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    groups: int = 0
+
+    def add(self, rollouts: list) -> None:
+        groups = [g for g in group_texts(rollouts).values() if len(g) >= 2]
+        self.groups += len(groups)
+        for name, fn in MEASURES.items():
+            self.sums[name] = self.sums.get(name, 0.0) + sum(fn(g) for g in groups)
+
+    def result(self) -> dict[str, float]:
+        return {f"diversity/{name}": self.sums.get(name, 0.0) / self.groups if self.groups else 0.0 for name in MEASURES}
 
 
 def _account(summary: RolloutSummary, rollouts: list) -> None:
