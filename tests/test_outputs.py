@@ -58,9 +58,8 @@ def test_a_finished_output_with_the_same_settings_is_a_no_op(tmp_path):
 def test_other_settings_are_refused_listing_them_and_overwrite_starts_over(tmp_path):
     out = tmp_path / "r.jsonl"
     finish(out, settings={"n": 4, "seed": 1})
-    with pytest.raises(UsageError, match=r"n 4 -> 8; seed 1 -> 2") as e:
-        with claim(out, settings={"n": 8, "seed": 2}):
-            pass
+    with pytest.raises(UsageError, match=r"n 4 -> 8; seed 1 -> 2") as e, claim(out, settings={"n": 8, "seed": 2}):
+        pass
     assert e.value.exit_code == 2 and "--overwrite" in e.value.hint
     assert out.read_bytes() == ROLLOUT
     with claim(out, settings={"n": 8, "seed": 2}, overwrite=True) as c:
@@ -79,9 +78,8 @@ def test_a_changed_input_is_refused_a_moved_one_is_not(tmp_path):
     with claim(out, inputs={"problems": moved}) as c:
         assert c.resume
     moved.write_text('{"id": 2}\n')
-    with pytest.raises(UsageError, match="input problems changed"):
-        with claim(out, inputs={"problems": moved}):
-            pass
+    with pytest.raises(UsageError, match="input problems changed"), claim(out, inputs={"problems": moved}):
+        pass
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
@@ -94,9 +92,8 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(tmp_pa
         if out.name == "p":
             src.rename(tmp_path / "p.part")
             src = tmp_path / "p.part"
-        with pytest.raises(UsageError, match="is also the problems input"):
-            with claim(out, overwrite=overwrite, inputs={"problems": src}):
-                pass
+        with pytest.raises(UsageError, match="is also the problems input"), claim(out, overwrite=overwrite, inputs={"problems": src}):
+            pass
     assert src.read_text() == '{"id": "p", "question": "q"}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "p.part"]
 
@@ -105,9 +102,8 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(tmp_pa
 def test_a_file_of_another_kind_is_never_touched(tmp_path, overwrite):
     out = tmp_path / "problems.jsonl"
     out.write_text('{"id": "p", "question": "q"}\n')
-    with pytest.raises(UsageError, match="not an output of this stage") as e:
-        with claim(out, overwrite=overwrite):
-            pass
+    with pytest.raises(UsageError, match="not an output of this stage") as e, claim(out, overwrite=overwrite):
+        pass
     assert "delete" not in e.value.hint
     assert out.read_text() == '{"id": "p", "question": "q"}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["problems.jsonl"]
@@ -118,17 +114,15 @@ def test_an_output_of_another_stage_is_refused(tmp_path):
     with claim_output(out, stage="judge", settings={}, expect=("rollout_id",)) as c:
         out.write_text('{"rollout_id": "a"}\n')
         c.mark_finished()
-    with pytest.raises(UsageError, match="output of `mcoder judge`"):
-        with claim(out, overwrite=True):
-            pass
+    with pytest.raises(UsageError, match="output of `mcoder judge`"), claim(out, overwrite=True):
+        pass
 
 
 def test_the_right_shape_without_a_sidecar_needs_overwrite(tmp_path):
     out = tmp_path / "r.jsonl"
     out.write_bytes(ROLLOUT)
-    with pytest.raises(UsageError, match="no record of the settings"):
-        with claim(out):
-            pass
+    with pytest.raises(UsageError, match="no record of the settings"), claim(out):
+        pass
     with claim(out, overwrite=True) as c:
         assert not c.resume and not out.exists()
 
@@ -137,9 +131,8 @@ def test_a_finished_output_changed_afterwards_is_not_taken_for_ours(tmp_path):
     out = tmp_path / "r.jsonl"
     finish(out)
     out.write_text('{"id": "p", "question": "q"}\n')  # the user put a problems file there
-    with pytest.raises(UsageError, match="not an output of this stage"):
-        with claim(out, overwrite=True):
-            pass
+    with pytest.raises(UsageError, match="not an output of this stage"), claim(out, overwrite=True):
+        pass
     assert out.read_text() == '{"id": "p", "question": "q"}\n'
 
 
@@ -147,9 +140,8 @@ def test_folders(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "notes.txt").write_text("mine")
-    with pytest.raises(UsageError, match="no metrics.jsonl"):
-        with claim_output(run, stage="loop", settings={}, kind="dir", expect=("metrics.jsonl",), overwrite=True):
-            pass
+    with pytest.raises(UsageError, match="no metrics.jsonl"), claim_output(run, stage="loop", settings={}, kind="dir", expect=("metrics.jsonl",), overwrite=True):
+        pass
     assert (run / "notes.txt").read_text() == "mine"
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -172,9 +164,8 @@ def test_stdout_needs_no_claim(tmp_path):
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     out = tmp_path / "r.jsonl"
     with claim(out):
-        with pytest.raises(UsageError, match=rf"{out} is being written by another run \(pid {os.getpid()}"):
-            with claim(out):
-                pass
+        with pytest.raises(UsageError, match=rf"{out} is being written by another run \(pid {os.getpid()}"), claim(out):
+            pass
 
 
 HOLD = """
@@ -191,9 +182,8 @@ def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(UsageError, match=f"pid {holder.pid}"):
-            with claim(out):
-                pass
+        with pytest.raises(UsageError, match=f"pid {holder.pid}"), claim(out):
+            pass
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()

@@ -17,8 +17,8 @@ import pytest
 from tests.rollout_models import problems
 
 from mcoder.errors import EnvironmentMissing
-from mcoder.outputs import lock_path
 from mcoder.judge import sandbox
+from mcoder.outputs import lock_path
 
 
 def mcoder(*args: str) -> subprocess.CompletedProcess:

@@ -131,7 +131,7 @@ def claim_output(
     *,
     stage: str,
     settings: Mapping[str, Any],
-    inputs: Mapping[str, str | os.PathLike | None] = {},  # noqa: B006 (read only)
+    inputs: Mapping[str, str | os.PathLike | None] | None = None,
     overwrite: bool = False,
     kind: str = "jsonl",
     expect: Sequence[str] = (),
@@ -148,7 +148,7 @@ def claim_output(
     """
     if kind not in ("jsonl", "dir"):
         raise ValueError(f"kind {kind!r}")
-    named = {k: os.fspath(v) for k, v in inputs.items() if v is not None}
+    named = {k: os.fspath(v) for k, v in (inputs or {}).items() if v is not None}
     if os.fspath(path) == STDIO:
         yield Claim(path=STDIO, stage=stage, stdout=True)
         return
@@ -452,7 +452,7 @@ def _write_sidecar(out: str, stage: str, settings: dict, inputs: dict, *, finish
         "settings": settings,
         "inputs": inputs,
         "mcoder_version": __version__,
-        "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     path = sidecar_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import FLAG, IO_PANEL, HelpFlag, OutPath, Overwrite, Quiet, apply_quiet, command_options, guarded
+from mcoder.cli.common import (
+    FLAG,
+    IO_PANEL,
+    HelpFlag,
+    OutPath,
+    Overwrite,
+    Quiet,
+    apply_quiet,
+    command_options,
+    guarded,
+)
 
 MERGE = "Shards"
 LIMITS = "Limits per test"

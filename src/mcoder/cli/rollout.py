@@ -21,7 +21,6 @@ from mcoder.cli.common import (
 )
 from mcoder.console import emit
 
-
 SAMPLING = "Sampling"
 AUTO_T = "Temperature from diversity (--temperature auto)"
 ENGINE = "Engine"

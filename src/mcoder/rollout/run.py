@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from rich.progress import TextColumn
 
