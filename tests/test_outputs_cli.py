@@ -57,9 +57,8 @@ def test_two_judges_on_one_output_and_a_stale_lock(tmp_path):
     )
     slow = "```python\nimport time\ntime.sleep(0.4)\nprint(-int(input()))  # {}\n```"
     rollouts = tmp_path / "rollouts.jsonl"
-    rollouts.write_text(
-        "".join(json.dumps({"id": f"r{i}", "problem_id": "neg", "completion": slow.format(i)}) + "\n" for i in range(10))
-    )
+    rows = [{"id": f"r{i}", "problem_id": "neg", "completion": slow.format(i)} for i in range(16)]
+    rollouts.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "v.jsonl"
     part = Path(str(out) + ".part")
     args = ("judge", "-p", str(problems_file), "-r", str(rollouts), "-o", str(out), "-w", "1", "-q")
@@ -73,12 +72,12 @@ def test_two_judges_on_one_output_and_a_stale_lock(tmp_path):
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    assert 1 <= lines(part) < 10
+    assert 1 <= lines(part) < 16
     rerun = mcoder(*args[:-1])
     assert rerun.returncode == 0, rerun.stderr
     assert f"left by pid {first.pid}" in rerun.stderr and "resuming" in rerun.stderr
     ids = [json.loads(x)["rollout_id"] for x in out.read_text().splitlines()]
-    assert sorted(ids) == sorted(f"r{i}" for i in range(10))  # each once
+    assert sorted(ids) == sorted(f"r{i}" for i in range(16))  # each once
 
 
 def test_two_rollouts_on_one_output(tiny_model, tmp_path):
