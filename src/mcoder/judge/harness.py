@@ -107,6 +107,9 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     os.environ.update(CANDIDATE_ENV, HOME=spec["dir"], TMPDIR=spec["dir"])
     _fresh_streams()
     sys.argv = ["main.py"]
+    if spec.get("import_path") is not None:  # only where it may read: the judge's own folders are gone
+        sys.path[:] = spec["import_path"]
+        sys.path_importer_cache.clear()
 
 
 def _fresh_streams() -> None:

@@ -439,16 +439,17 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 _PACKAGE_DIRS = {"site-packages", "dist-packages"}
 
 
+def stdlib_dirs() -> list[str]:
+    """The standard library's folder (where ``os`` comes from; in a virtual environment
+    sysconfig's ``platstdlib`` names the environment's own folder instead)."""
+    return [os.path.dirname(os.path.realpath(os.__file__))]
+
+
 def stdlib_roots() -> list[str]:
     """The standard library, entry by entry, without the third-party packages installed inside it
     (``lib/python3.X/site-packages`` lies beneath the standard library's own folder)."""
-    import sysconfig
-
     roots: set[str] = set()
-    for key in ("stdlib", "platstdlib"):
-        folder = sysconfig.get_paths().get(key)
-        if not folder or not os.path.isdir(folder):
-            continue
+    for folder in stdlib_dirs():
         for entry in os.listdir(folder):
             if entry not in _PACKAGE_DIRS and entry != "__pycache__":
                 roots.add(os.path.join(folder, entry))
@@ -478,6 +479,27 @@ def package_roots(names: list[str]) -> list[str]:
     return roots
 
 
+def candidate_import_path(packages: list[str], link_dir: str) -> list[str]:
+    """``sys.path`` for a candidate: the standard library's entries, and ``link_dir`` holding a
+    link to each named package (its own folder, e.g. site-packages, stays unreadable)."""
+    std = set(stdlib_dirs())
+    keep = []
+    for p in sys.path:
+        real = os.path.realpath(p) if p else p
+        if real and (real in std or any(real.startswith(s + os.sep) for s in std)) and not any(
+            part in _PACKAGE_DIRS for part in Path(real).parts
+        ):
+            keep.append(p)
+    if packages:
+        os.makedirs(link_dir, mode=0o755, exist_ok=True)
+        for root in package_roots(packages):
+            link = os.path.join(link_dir, os.path.basename(root))
+            if not os.path.lexists(link):
+                os.symlink(root, link)
+        keep.append(link_dir)
+    return keep
+
+
 def candidate_roots(packages: list[str]) -> list[str]:
     """What a candidate may read: the standard library, the system's shared libraries and
     configuration, a few devices, and the packages the user named. Not the judge's virtual
@@ -485,9 +507,10 @@ def candidate_roots(packages: list[str]) -> list[str]:
     return sorted(set(stdlib_roots() + SYSTEM_ROOTS + DEVICES + package_roots(packages)))
 
 
-def landlock_ruleset(writable: list[str], readable: list[str], scope: bool) -> int:
+def landlock_ruleset(writable: list[str], readable: list[str], scope: bool, listable: list[str] = ()) -> int:
     """A Landlock ruleset fd for candidates, made once: each candidate enforces it on itself
-    (``landlock_enforce``), on top of the worker's own, wider layer."""
+    (``landlock_enforce``), on top of the worker's own, wider layer. ``listable`` folders (the
+    standard library's own, whose site-packages is not readable) may be listed, not read."""
     abi = landlock_abi()
     handled = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_WRITE_TREE
     handled |= (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
@@ -499,7 +522,7 @@ def landlock_ruleset(writable: list[str], readable: list[str], scope: bool) -> i
     if rfd < 0:
         raise _oserror("landlock_create_ruleset")
     read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-    for paths, access in ((readable, read), (writable, handled)):
+    for paths, access in ((readable, read), (writable, handled), (listable, FS_READ_DIR)):
         for path in paths:
             _landlock_allow(rfd, path, access & handled)
     os.set_inheritable(rfd, False)

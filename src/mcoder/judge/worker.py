@@ -345,6 +345,7 @@ def fork_child(
         "ruleset": SETUP.get("ruleset", -1),
         "seccomp": SETUP.get("seccomp"),
         "account": SETUP.get("account_obj"),
+        "import_path": SETUP.get("import_path"),
     }
     pid = sandbox.fork_into_namespaces() if SETUP["sandbox"] else os.fork()
     if pid == 0:
@@ -627,10 +628,10 @@ def serve(proto: Protocol) -> None:
         proto.send(("done", None))
 
 
-def _reset_dir(path: str) -> None:
+def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
     with os.scandir(path) as entries:
         for e in entries:
-            if e.name == "main.py":
+            if e.name == "main.py" or e.name in keep:
                 continue
             if e.is_dir(follow_symlinks=False):
                 shutil.rmtree(e.path, ignore_errors=True)
@@ -663,14 +664,20 @@ def setup(cfg: dict) -> None:
             sandbox.enter_user_namespace()
         sandbox.disk_quota(cfg["base"], cfg["disk_mb"])
         SETUP["ruleset"] = sandbox.landlock_ruleset(
-            [cfg["base"]], sandbox.candidate_roots(cfg.get("packages", [])), cfg.get("scope", False)
+            [cfg["base"]],
+            sandbox.candidate_roots(cfg.get("packages", [])),
+            cfg.get("scope", False),
+            sandbox.stdlib_dirs(),
         )
         SETUP["seccomp"] = sandbox.seccomp_program()
+        SETUP["import_path"] = sandbox.candidate_import_path(
+            cfg.get("packages", []), os.path.join(cfg["base"], "packages")
+        )
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
     if cfg.get("uid") is not None:
         sandbox.kill_uid(cfg["uid"])  # whatever a worker before this one (killed from outside) left running
-    _reset_dir(cfg["base"])  # and the folders it left
+    _reset_dir(cfg["base"], keep={"packages"})  # and the folders it left
     sys.dont_write_bytecode = True
     if cfg.get("role") == "checks":
         from mcoder.judge import checker  # noqa: F401  (loaded once, before any fork)
