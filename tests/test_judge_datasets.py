@@ -10,6 +10,7 @@ A sample of 20 of each runs by default; the full sets are marked slow.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 
 import pytest
@@ -37,6 +38,9 @@ def _mcoder_wrong(r):
         return type(r)(set(r) | {"_mcoder"})
     return "mutant" if r is None else None
 """
+
+
+LEETCODE_PACKAGES = tuple(n for n in ("sortedcontainers",) if importlib.util.find_spec(n) is not None)
 
 
 def humaneval_problems() -> list[Problem]:
@@ -72,7 +76,9 @@ def mutant(p: Problem) -> str:
     return code + WRONG + wrap
 
 
-def check_references_and_mutants(problems: list[Problem]) -> None:
+def check_references_and_mutants(problems: list[Problem], packages: tuple[str, ...] = ()) -> None:
+    """``packages``: third-party packages the programs may import (LeetCode offers
+    sortedcontainers; by default the judge shows programs the standard library only)."""
     try:
         sandbox.check_isolation()
     except EnvironmentMissing as e:
@@ -84,7 +90,7 @@ def check_references_and_mutants(problems: list[Problem]) -> None:
             Rollout(id=f"{p.id}#ref", problem_id=p.id, completion=fenced(p.reference_solutions[0]))
         )
         rollouts.append(Rollout(id=f"{p.id}#mutant", problem_id=p.id, completion=fenced(mutant(p))))
-    with Judge(JudgeConfig(workers=2, timeout_s=10.0)) as judge:
+    with Judge(JudgeConfig(workers=2, timeout_s=10.0, allow_packages=packages)) as judge:
         verdicts = judge.judge({p.id: p for p in problems}, rollouts)
     refs_failed = [(v.rollout_id, v.status, v.first_failure) for v in verdicts[0::2] if not v.passed]
     mutants_passed = [v.rollout_id for v in verdicts[1::2] if v.passed]
@@ -99,7 +105,7 @@ def test_humaneval_sample():
 
 
 def test_leetcode_sample(shared_data):
-    check_references_and_mutants(leetcode_problems(shared_data)[::10][:20])
+    check_references_and_mutants(leetcode_problems(shared_data)[::10][:20], LEETCODE_PACKAGES)
 
 
 @pytest.mark.slow
@@ -113,4 +119,4 @@ def test_humaneval_all_164():
 def test_leetcode_all(shared_data):
     problems = leetcode_problems(shared_data)
     assert len(problems) == 200
-    check_references_and_mutants(problems)
+    check_references_and_mutants(problems, LEETCODE_PACKAGES)

@@ -1,12 +1,53 @@
 """The Linux isolation a candidate runs under, as small functions the worker calls.
 
 A worker process (root) enters a fresh network and IPC namespace once (no network at all, not
-even loopback), restricts itself and all its descendants with Landlock to write only inside its
-own directory and read only the Python installation and system files, and becomes the reaper of
-orphans. Each candidate process it forks then takes resource limits and drops to the worker's
-unused user id: as root, process and memory limits do not hold and signals reach everything;
-as that id it can signal no process but its own, and the worker kills every process of that id
-when a test ends, so nothing a candidate starts outlives its test.
+even loopback), restricts itself and all its descendants with Landlock, and becomes the reaper
+of orphans. Each candidate it forks (``fork_into_namespaces``) is process 1 of a fresh PID and
+IPC namespace, joins the slot's cgroup, takes resource limits, drops to the worker's unused user
+id, enforces a second, narrower Landlock layer (the standard library, system libraries, its own
+folder) and a seccomp filter, and runs. Functional checks run the same way in a second worker,
+under a second user id, and reach the candidate through pipes that carry plain data only.
+
+What the sandbox guarantees (root mode, Linux with Landlock and seccomp; rootless mode gives
+the same with a user namespace of the judge's own in place of the unused user ids):
+
+- The judge decides every pass from values it holds: a stdin test from the output it compares,
+  a call test from the return value rebuilt as plain data (None, bool, int, float, str, bytes,
+  list, tuple, dict, set, frozenset) in the judge, a functional test from the check, which runs
+  in another process and gets the candidate's return values as plain data. No object of the
+  candidate's making crosses; nothing it writes on any descriptor is taken as "passed"; the
+  check's source and expected values are never in the candidate's memory nor in the worker it
+  is forked from.
+- Each candidate sees a fresh world: its own PID namespace (it sees and signals only its own
+  processes; when it ends, the kernel kills everything it started), its own IPC namespace
+  (SysV shared memory, queues, semaphores and POSIX queues die with it: nothing carries to the
+  next test or rollout, and no memory stays pinned), no network (not even loopback), no Unix
+  socket (socket(AF_UNIX) is refused, abstract and pathname alike; no netlink either), no
+  nested namespaces, mount, ptrace, process_vm_*, bpf, keyctl, perf_event_open, userfaultfd,
+  io_uring or kernel-module calls (seccomp), no setuid way back (no_new_privs).
+- Files: it reads the standard library, the system's shared libraries and /etc, a few devices,
+  and the packages named with ``allow_packages``; it writes only its own folder, which is a
+  tmpfs of ``max_disk_mb`` per worker, emptied between tests. The judge's virtual environment,
+  the project, /proc, the temporary folder and the datasets are unreadable.
+- Limits: CPU time per test (its whole tree's, from the slot's cgroup where the host has one),
+  with a wall-clock backstop of ``wall_factor`` (3x) for programs that sleep; memory per
+  process (RLIMIT_AS), and for the whole tree where a cgroup can be made (cgroup v1 memory, or
+  v2 where the memory controller is delegated); processes (RLIMIT_NPROC of its user id), open
+  files, file size, output size.
+
+What it does not guarantee:
+
+- Without a cgroup the tree's memory is bounded only by ``max_processes`` x ``memory_mb``;
+  without cgroup CPU accounting, CPU time counts the candidate process and the children it
+  waited for (a tree of busy processes is stopped by RLIMIT_CPU per process and the backstop).
+- It is not a defence against kernel bugs reachable through the system calls it allows (a
+  VM or gVisor is). Timing side channels and the amount of CPU a candidate burns within its
+  limits are not hidden. The standard library's own folder can be listed (names of the base
+  interpreter's site-packages are visible, their files are not readable).
+- The judge's own modules are in the candidate's memory (it is forked from the worker); they
+  hold no answers. Process 1 of a PID namespace ignores signals it sends itself without a
+  handler, so a program that kills itself with SIGKILL from inside goes on running.
+- Machines other than x86_64 and aarch64 lack the seccomp table (the judge exits 4 there).
 """
 
 from __future__ import annotations
