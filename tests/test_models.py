@@ -209,3 +209,16 @@ def test_cli_names_the_missing_piece_and_exits_2(folders, train_inputs, tmp_path
     assert res.exit_code == 2, res.output
     assert words in res.stderr and model in res.stderr and "hint:" in res.stderr
     assert "internal error" not in res.stderr
+
+
+def test_rollout_from_an_adapter_folder_equals_base_plus_adapter(tiny_model, folders, train_inputs, tmp_path):
+    def rollout(out, *model_args):
+        args = ["rollout", "--problems", str(train_inputs / "p.jsonl"), *model_args, "--out", str(out),
+                "--engine", "hf", "--n", "2", "--max-tokens", "6", "--seed", "1", "-q"]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        return [json.loads(line)["completion_token_ids"] for line in out.read_text().splitlines()]
+
+    adapter = str(folders["adapter"])
+    alone = rollout(tmp_path / "a.jsonl", "--model", adapter)
+    assert alone == rollout(tmp_path / "b.jsonl", "--model", str(tiny_model), "--adapter", adapter)

@@ -107,10 +107,10 @@ def rollout_settings(cfg: RolloutConfig) -> dict:
 
 
 def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
-    from mcoder.rollout.engines.factory import check_model_dir
+    from mcoder.models import check_model_dir
 
     cfg.validate()
-    check_model_dir(cfg.model)
+    check_model_dir(cfg.model, cfg.adapter)
     inputs = {"problems": cfg.problems, "model": cfg.model, "adapter": cfg.adapter}
     with spooled_stdin(cfg.problems) as problems, claim_output(
         cfg.out, stage="rollout", settings=rollout_settings(cfg), inputs=inputs,
@@ -138,10 +138,12 @@ def _data_parallel(cfg: RolloutConfig, resume: bool) -> RolloutSummary:
 
 
 def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> RolloutSummary:
-    from mcoder.rollout.engines.factory import load_tokenizer, make_engine
+    from mcoder.models import check_model_dir, load_tokenizer
+    from mcoder.rollout.engines.factory import make_engine
 
-    tokenizer = load_tokenizer(cfg.model)
-    budget = PromptBudget.of(cfg.model, cfg.max_tokens)
+    folder = check_model_dir(cfg.model, cfg.adapter)  # --model may be an adapter folder: its base
+    tokenizer = load_tokenizer(folder)
+    budget = PromptBudget.of(str(folder.base), cfg.max_tokens)
     if cfg.long_prompts == "error":
         budget.refuse_long(iter_problems(problems, cfg.limit), tokenizer, display_name(cfg.problems))
     engine = make_engine(
