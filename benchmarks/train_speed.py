@@ -65,7 +65,7 @@ def run_mcoder(model_dir: str, a) -> dict:
             "lr": 1e-5,
             "dynamic_sampling": False,
             "truncation": "none",
-            "temperature": 1.0,
+            "logprob_temperature": 1.0,
             "mini_batch_size": a.prompts,
             "micro_batch_size": a.prompts * a.group,
             "shuffle": False,

@@ -47,7 +47,7 @@ def seq_logps(trainer: Trainer, rollouts, T: float = 1.0) -> list[float]:
 
 
 def test_update_raises_positive_and_lowers_negative_sample(tiny_model):
-    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"lr": 1e-3, "temperature": 1.0}))
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"lr": 1e-3, "logprob_temperature": 1.0}))
     rollouts = fixed_rollouts(trainer.tokenizer, {"A": "print(1)", "B": "while True:\n    pass"})
     before = seq_logps(trainer, rollouts)
     metrics = trainer.train_on_batch(rollouts, verdicts_for(rollouts, lambda r: r.id == "A"))
@@ -144,7 +144,7 @@ def test_lora_checkpoint_is_an_adapter_that_resumes(tiny_model, tmp_path):
 
 
 def test_missing_verdict_is_a_data_error(tiny_model):
-    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"temperature": 1.0}))
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"logprob_temperature": 1.0}))
     rollouts = fixed_rollouts(trainer.tokenizer, {"A": "1", "B": "2"})
     verdicts = verdicts_for(rollouts[:1], lambda r: 1.0)
     with pytest.raises(DataError, match="no verdict for rollout 'B'"):

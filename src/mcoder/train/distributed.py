@@ -34,9 +34,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from mcoder.train.batching import Sample, collate, groups, microbatches
+from mcoder.train.batching import Sample, groups
 from mcoder.train.config import TrainConfig
-from mcoder.train.models import completion_logits
 from mcoder.train.trainer import Trainer
 
 METRIC_KEYS = ("tokens", "ratio", "clip_low", "clip_high", "kl", "entropy", "loss")
@@ -152,48 +151,25 @@ class FSDPTrainer(Trainer):
             shard_model(self.reference)  # π_ref of full fine-tuning: sharded too, forward only
         return shard_model(model)
 
-    # -- one mini-batch, this rank's groups
+    # -- one mini-batch: this rank's groups, the collectives in step, metric sums over ranks
 
-    def accumulate_gradients(self, mini: list[Sample], T: float, L_max: int) -> Counter[str]:
-        num_tokens = float(sum(s.num_tokens for s in mini if not s.masked))  # global: the whole mini-batch
-        num_seqs = sum(not s.masked for s in mini)
-        mine = [s for i, g in enumerate(groups(mini)) if i % world_size() == rank() for s in g]
-        micros = microbatches(mine, self.cfg.micro_batch_size)
-        count = torch.tensor([len(micros)])
-        dist.all_reduce(count, op=dist.ReduceOp.MAX)
-        sums: Counter[str] = Counter()
-        self.optimizer.zero_grad(set_to_none=True)
-        for micro in micros:
-            parts, entropy = self._micro_step(micro, T, L_max, num_tokens, num_seqs)
-            sums["tokens"] += parts.tokens
-            sums["ratio"] += parts.ratio_sum
-            sums["clip_low"] += parts.clip_low_sum
-            sums["clip_high"] += parts.clip_high_sum
-            sums["kl"] += parts.kl_sum
-            sums["entropy"] += entropy
-            sums["loss"] += float(parts.loss.detach())
-        for _ in range(int(count) - len(micros)):
-            self._idle_step(mini[:1])
+    def my_share(self, mini: list[Sample]) -> list[Sample]:
+        return [s for i, g in enumerate(groups(mini)) if i % world_size() == rank() for s in g]
+
+    def idle_steps(self, count: int) -> int:
+        """Every forward/backward is a collective: a rank with fewer micro-batches than the most
+        any rank has runs zero-weight ones to stay in step."""
+        most = torch.tensor([count])
+        dist.all_reduce(most, op=dist.ReduceOp.MAX)
+        return int(most) - count
+
+    def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         totals = torch.tensor([float(sums[k]) for k in METRIC_KEYS], dtype=torch.float64)
         dist.all_reduce(totals)
         return Counter(dict(zip(METRIC_KEYS, totals.tolist(), strict=True)))
 
-    def _idle_step(self, micro: list[Sample]) -> None:
-        """A forward/backward that adds nothing (loss x 0): it keeps this rank in step with the
-        collectives of ranks that have one more micro-batch."""
-        batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
-        logits = completion_logits(self.model, batch)  # (1, C, V)
-        (logits.float().sum() * 0.0).backward()
-
-    def _optimizer_step(self) -> float:
-        if self.cfg.max_grad_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
-        else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
-        self.optimizer.step()
-        self.scheduler.step()
-        self.step += 1
-        return float(_full(norm))
+    def scalar(self, t) -> float:
+        return float(_full(t))
 
     # -- checkpoints in the single-process format
 

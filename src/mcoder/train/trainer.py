@@ -186,13 +186,16 @@ class Trainer:
     def accumulate_gradients(self, mini: list[Sample], T: float, L_max: int) -> Counter[str]:
         """Zero the gradients, then forward/backward each micro-batch of one mini-batch.
 
-        Each micro-batch's loss is divided by the mini-batch's token/sequence count, so the summed
-        gradient does not depend on how the mini-batch is cut into micro-batches."""
+        Each micro-batch's loss is divided by the mini-batch's token/sequence count (over the
+        whole mini-batch, whichever part of it this process trains on), so the summed gradient
+        does not depend on how the mini-batch is cut into micro-batches or processes."""
         num_tokens = float(sum(s.num_tokens for s in mini if not s.masked))
         num_seqs = sum(not s.masked for s in mini)
+        micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size)
+        idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
         sums: Counter[str] = Counter()
         self.optimizer.zero_grad(set_to_none=True)
-        for micro in microbatches(mini, self.cfg.micro_batch_size):
+        for micro in micros:
             parts, entropy = self._micro_step(micro, T, L_max, num_tokens, num_seqs)
             for k, v in (
                 ("tokens", parts.tokens),
@@ -204,6 +207,27 @@ class Trainer:
             ):
                 sums[k] += v
             sums["loss"] += float(parts.loss.detach())
+        for _ in range(idle):
+            self.idle_step(mini[:1])
+        return self.sum_over_processes(sums)
+
+    # Hooks of the FSDP2 trainer (train/distributed.py): which groups this process trains on,
+    # keeping every process's collectives in step, and metric sums over all processes.
+    def my_share(self, mini: list[Sample]) -> list[Sample]:
+        return mini
+
+    def idle_steps(self, count: int) -> int:
+        """Zero-weight micro-steps to run after this process's ``count`` real ones."""
+        return 0
+
+    def idle_step(self, micro: list[Sample]) -> None:
+        """A forward/backward that adds nothing (loss x 0): it keeps this process in step with
+        the collectives of processes that have one more micro-batch."""
+        batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
+        logits = completion_logits(self.model, batch)  # (1, C, V)
+        (logits.float().sum() * 0.0).backward()
+
+    def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         return sums
 
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
@@ -232,13 +256,15 @@ class Trainer:
         if self.cfg.max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
         else:
-            norm = torch.linalg.vector_norm(
-                torch.stack([p.grad.norm() for p in self.params if p.grad is not None])
-            )
+            norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return float(norm)
+        return self.scalar(norm)
+
+    def scalar(self, t) -> float:
+        """A tensor of the trainer's as a float (the FSDP2 trainer gathers a sharded one first)."""
+        return float(t)
 
     # ------------------------------------------------------------ checkpoints
 
