@@ -423,7 +423,7 @@ def test_time_asleep_is_not_time_used(judge):
     slows the wall clock the same way); one that waits past the 3x wall backstop does not."""
     assert run(judge, "import time\ntime.sleep(1.5)\nprint('contained')").status == "accepted"
     v = run(judge, "import time\ntime.sleep(60)")
-    assert v.status == "time_limit" and "wall" in v.first_failure["detail"]
+    assert v.status == "time_limit" and v.elapsed_s < 10
     v = run(judge, "while True:\n    pass")  # CPU limit, or the backstop on a very busy machine
     assert v.status == "time_limit"
 
