@@ -10,7 +10,6 @@ import contextlib
 import torch
 
 from mcoder.models import add_lora, check_model_dir, load_model, model_device
-from mcoder.models import load_tokenizer, resolve_device  # noqa: F401  (trainer.py imports them from here)
 from mcoder.train import grpo
 from mcoder.train.batching import Batch
 from mcoder.train.config import TrainConfig

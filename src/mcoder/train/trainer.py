@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from mcoder.errors import DataError, UsageError
+from mcoder.models import load_tokenizer, resolve_device
 from mcoder.records import STATUSES, Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.batching import (
@@ -38,14 +39,7 @@ from mcoder.train.batching import (
     prepare,
 )
 from mcoder.train.config import TrainConfig
-from mcoder.train.models import (
-    completion_logits,
-    load_policy,
-    load_reference,
-    load_tokenizer,
-    resolve_device,
-    score,
-)
+from mcoder.train.models import completion_logits, load_policy, load_reference, score
 
 STATE_FILE = "trainer_state.json"
 OPTIM_FILE = "optimizer.pt"
