@@ -13,7 +13,7 @@ Every stage that writes a file or a folder ``OUT`` claims it first::
             ...
         claim.mark_finished()
 
-Three things happen before anything is read or written:
+Three things happen before the stage reads its inputs or writes anything:
 
 - **One writer.** An advisory lock (``fcntl.flock``) is taken on ``OUT.lock`` beside the output,
   which holds the pid of its holder. A second run on the same output exits 2 at once, naming the
@@ -30,15 +30,17 @@ Three things happen before anything is read or written:
   fingerprint of each input are kept in ``OUT.meta.json`` (the sidecar). A rerun continues an
   unfinished output only when both match; otherwise it exits 2 listing what changed, and
   ``--overwrite`` starts over (the earlier output is removed once the new run holds the lock,
-  so no record made with the old settings survives into the new one). A finished output whose settings and inputs match is a no-op
-  that says so.
+  so no record made with the old settings survives into the new one). A finished output whose
+  settings and inputs match is a no-op that says so. A run stopped before it wrote a record
+  (bad input, say) removes its sidecar again: a refused run leaves nothing behind.
 
 The sidecar, ``OUT.meta.json`` (written atomically, beside files and folders alike)::
 
     {"mcoder_output": 1, "stage": "judge",
      "finished": {"path": "verdicts.jsonl", "size": 5678, "sha256": "…", "hashed": "all"},
      "settings": {"compare": "microcoder", "reward": "binary", ...},
-     "inputs": {"problems": {"path": "problems.jsonl", "size": 1234, "sha256": "…", "hashed": "all"},
+     "inputs": {"problems": {"path": "problems.jsonl", "size": 1234, "sha256": "…",
+                             "hashed": "all"},
                 "rollouts": {...}},
      "mcoder_version": "0.1.0", "updated": "2026-12-03T12:00:00+00:00"}
 
@@ -49,7 +51,8 @@ An input fingerprint is its size and a sha256: of the whole file up to 256 MiB (
 "all"``, about 0.3 s at that size); of its size, its first and last 16 MiB and its mtime above
 that (``"sampled"``); of each file's name, size, first and last MiB for a folder such as a model
 (``"folder"``). Only size and hash are compared, so moving or copying an input does not count as
-a change; an input read from stdin (``-``) cannot be fingerprinted and is not compared.
+a change (except a copy of a file above 256 MiB, whose mtime is in its hash); an input read
+from stdin (``-``) cannot be fingerprinted and is not compared.
 
 ``-`` (stdout) as ``OUT`` skips the lock, the guard and the sidecar: a pipe has no earlier state.
 """
@@ -181,7 +184,8 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
             _refuse_foreign(out, present, kind, expect)
             if not overwrite:
                 raise UsageError(
-                    f"{present} exists but has no record of the settings that made it ({sidecar_path(out).name})",
+                    f"{present} exists but has no record of the settings that made it "
+                    f"({sidecar_path(out).name})",
                     hint="pass --overwrite to make it again, or choose another --out",
                 )
         return
@@ -314,7 +318,7 @@ def hold_lock(out: str | os.PathLike) -> Iterator[Path]:
     if stale is not None and stale != os.getpid():
         from mcoder import console
 
-        console.info(f"taking over the lock of {os.fspath(out)} left by pid {stale}, which is no longer running")
+        console.info(f"taking over the lock of {os.fspath(out)} left by pid {stale}, no longer running")
     try:
         yield lock
     finally:
@@ -403,7 +407,9 @@ def _hash_ends(h: Any, path: str, size: int, each: int) -> None:
         h.update(f.read(each))
 
 
-def describe_changes(meta: Mapping[str, Any], settings: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[str]:
+def describe_changes(
+    meta: Mapping[str, Any], settings: Mapping[str, Any], inputs: Mapping[str, Any]
+) -> list[str]:
     """What differs between a sidecar and this run: 'temperature 1.0 -> 0.7', 'problems changed'."""
     changes = []
     before = meta.get("settings") or {}
@@ -418,7 +424,7 @@ def describe_changes(meta: Mapping[str, Any], settings: Mapping[str, Any], input
         elif STDIO in (a.get("path"), b.get("path")):
             continue  # a pipe cannot be fingerprinted
         elif (a.get("size"), a.get("sha256")) != (b.get("size"), b.get("sha256")):
-            changes.append(f"input {k} changed ({b.get('path')}: other content than when {meta.get('stage')} started)")
+            changes.append(f"input {k} changed ({b.get('path')}: not the content the output was made from)")
     return changes
 
 
