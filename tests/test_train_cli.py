@@ -78,7 +78,7 @@ def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch
 
     stamp = (ck / "optimizer.pt").stat().st_mtime_ns
     again = CliRunner().invoke(app, args[:-1])
-    assert again.exit_code == 0 and "already holds" in again.stderr
+    assert again.exit_code == 0 and "already finished" in again.stderr
     assert (ck / "optimizer.pt").stat().st_mtime_ns == stamp
 
 

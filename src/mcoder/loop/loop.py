@@ -16,6 +16,7 @@ one process, and the other way round.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from contextlib import nullcontext
@@ -24,20 +25,18 @@ from typing import Any
 
 from mcoder.console import emit, info
 from mcoder.errors import DataError
-from mcoder.jsonl import read_records
+from mcoder.jsonl import index_records
 from mcoder.loop.config import LoopConfig
 from mcoder.loop.run_folder import RunFolder
 from mcoder.records import Problem
 
 
 def run_loop(cfg: LoopConfig) -> Path:
-    from mcoder.judge.run import Judge
-    from mcoder.loop.samplers import make_sampler
-    from mcoder.loop.temperature import temperature_by_step
-    from mcoder.train.distributed import barrier, broadcast_result, is_main, make_trainer, setup, world_size
+    from mcoder.outputs import hold_lock
+    from mcoder.train.distributed import broadcast_result, is_main, setup
 
     cfg.validate()
-    tcfg, run = cfg.train, RunFolder(cfg.run_dir)
+    run = RunFolder(cfg.run_dir)
     setup()  # joins torchrun's process group when launched by it; nothing in one process
     main = is_main()
 
@@ -45,9 +44,30 @@ def run_loop(cfg: LoopConfig) -> Path:
     problems = load_problems(cfg.problems)
     by_id = {p.id: p for p in problems}
 
+    # -------- one run at a time in a run folder (RUN.lock, held by the main process until the end)
+    lock = contextlib.ExitStack()
+    broadcast_result(lambda: lock.enter_context(hold_lock(run.root)) and None)
+    with lock:
+        return _run(cfg, run, problems, by_id, main)
+
+
+def _run(
+    cfg: LoopConfig, run: RunFolder, problems: list[Problem], by_id: dict[str, Problem], main: bool
+) -> Path:
+    from mcoder.judge.run import Judge
+    from mcoder.loop.samplers import make_sampler
+    from mcoder.loop.temperature import temperature_by_step
+    from mcoder.train.distributed import barrier, broadcast_result, make_trainer, world_size
+
+    tcfg = cfg.train
+
     # -------- the policy: fresh from --model, or resumed from the run's checkpoint
     state = broadcast_result(lambda: run.prepare(cfg))  # rank 0 looks (and repairs a torn save)
     first_step = state["loop_step"] + 1 if state else 1
+    if first_step > cfg.steps:
+        info(f"{run.root} already ran {first_step - 1} steps: nothing to do (a larger --steps goes on)")
+        emit(str(run.checkpoint))
+        return run.checkpoint
     start = str(run.checkpoint) if state else cfg.model
     trainer = make_trainer(start, tcfg)  # FSDP2 across ranks under torchrun
     sampler = make_sampler(cfg, start, trainer, run.adapters)
@@ -104,11 +124,10 @@ def run_loop(cfg: LoopConfig) -> Path:
 
 
 def load_problems(path: Path) -> list[Problem]:
-    problems = list(read_records(path, Problem))
+    """The training problems with their tests (the judge needs them); a repeated id is bad data."""
+    problems = list(index_records(path, Problem, key=lambda p: p.id).values())
     if not problems:
         raise DataError("no problems to train on", path=str(path))
-    if len({p.id for p in problems}) != len(problems):
-        raise DataError("duplicate problem ids", path=str(path), field="id")
     return problems
 
 

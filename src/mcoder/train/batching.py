@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from mcoder.errors import DataError
+from mcoder.jsonl import check_verdict_joins
 from mcoder.records import Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.config import TrainConfig
@@ -83,6 +84,7 @@ def join(
                 line=i,
                 field="sampling_logprobs",
             )
+        check_verdict_joins(verdicts[r.id].problem_id, r.problem_id, r.id, path=verdicts_name, line=None)
         pairs.append((r, verdicts[r.id]))
     if not pairs:
         raise DataError("no rollouts to train on", path=rollouts_name)

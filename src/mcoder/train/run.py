@@ -5,13 +5,17 @@
     OUT/samples.jsonl    reward, advantage and truncation-mask decision per sample
     OUT/metrics.json     the metrics of this update (also printed to stdout)
 
-Run again with the same inputs and OUT, it sees the finished checkpoint and does nothing
+OUT is claimed first (``mcoder.outputs``): one writer at a time, and ``OUT.meta.json`` records the
+settings and the fingerprints of the model, rollouts and verdicts. Run again with the same ones,
+it sees the finished checkpoint and does nothing; with others it refuses and lists them
 (``--overwrite`` trains again). ``--model`` may be an earlier checkpoint: AdamW's moments, the
 warm-up schedule and the step continue from it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +24,11 @@ from typing import Any
 import orjson
 
 from mcoder.console import info
-from mcoder.jsonl import display_name, index_records, read_records
+from mcoder.jsonl import display_name, index_records
 from mcoder.records import Rollout, Verdict
 from mcoder.rollout.diversity import batch_diversity
 from mcoder.train.config import TrainConfig
 from mcoder.train.distributed import make_trainer
-from mcoder.train.trainer import read_state
 
 
 @dataclass
@@ -45,31 +48,49 @@ class TrainJob:
 
 
 def train_once(job: TrainJob) -> dict[str, Any]:
-    inputs = {
-        "rollouts": str(Path(job.rollouts).resolve()),
-        "verdicts": str(Path(job.verdicts).resolve()),
-        "model": str(job.model),
-    }
-    done = read_state(job.out)
-    if done and done.get("inputs") == inputs and not job.overwrite:
-        info(f"{job.out} already holds the update from these inputs (pass --overwrite to train again)")
-        return json.loads((Path(job.out) / "metrics.json").read_text())
+    from mcoder.outputs import claim_output
+    from mcoder.train.distributed import broadcast_result, is_main, setup
 
-    rollouts = list(read_records(job.rollouts, Rollout))
-    verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
-    trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
-    info(
-        f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
-        f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
-    )
-    metrics = trainer.train_on_batch(
-        rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
-    )
-    metrics.update(batch_diversity(rollouts))
-    samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
-    trainer.save(
-        job.out,
-        extra_state={"inputs": inputs},
-        extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
-    )
+    setup()  # under torchrun: the process group first, then rank 0 alone claims OUT
+    with contextlib.ExitStack() as stack:
+        claim = broadcast_result(lambda: _claim(stack, job, claim_output))
+        if claim.finished:
+            info(claim.finished_message)
+            return json.loads((Path(job.out) / "metrics.json").read_text())
+        rollouts = list(index_records(job.rollouts, Rollout, key=lambda r: r.id).values())  # unique ids
+        verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
+        trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
+        info(
+            f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
+            f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
+        )
+        metrics = trainer.train_on_batch(
+            rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
+        )
+        metrics.update(batch_diversity(rollouts))
+        samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
+        trainer.save(
+            job.out,
+            extra_state={
+                "inputs": {"rollouts": str(job.rollouts), "verdicts": str(job.verdicts), "model": job.model}
+            },
+            extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
+        )
+        if is_main():
+            claim.mark_finished()
     return metrics
+
+
+def _claim(stack: contextlib.ExitStack, job: TrainJob, claim_output):
+    """Rank 0 (or the one process) holds OUT for the whole update."""
+    return stack.enter_context(
+        claim_output(
+            job.out,
+            stage="train",
+            settings=dataclasses.asdict(job.cfg),
+            inputs={"model": job.model, "rollouts": job.rollouts, "verdicts": job.verdicts},
+            overwrite=job.overwrite,
+            kind="dir",
+            expect=("trainer_state.json",),
+        )
+    )
