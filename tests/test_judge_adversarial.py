@@ -71,7 +71,7 @@ def run(judge: Judge, code: str, problem: Problem | None = None, tests=CONTAINED
 
 
 def host_processes_below(judge: Judge) -> list[int]:
-    every = [*judge.pool.workers, *(w.checker for w in judge.pool.workers if w.checker is not None)]
+    every = judge.pool.workers  # (a checks worker keeps one check child ready: not a candidate's)
     workers = {w.proc.pid for w in every if w.proc is not None}
     uids = {w.uid for w in every} - {None}
     left = []

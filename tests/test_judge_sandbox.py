@@ -60,7 +60,7 @@ def assert_alive(judge: Judge) -> None:
 
 def leftover_processes(judge: Judge) -> list[int]:
     """Processes below a worker (candidates come to it as orphans) or under a worker's user id."""
-    every = [*judge.pool.workers, *(w.checker for w in judge.pool.workers if w.checker is not None)]
+    every = judge.pool.workers  # (a checks worker keeps one check child ready: not a candidate's)
     workers = {w.proc.pid for w in every if w.proc is not None}
     uids = {w.uid for w in every} - {None}
     parent, owner = {}, {}

@@ -19,7 +19,8 @@ import traceback
 
 from mcoder.judge import harness, plain
 
-REPORT_FD, CALL_OUT, CALL_IN = 3, 4, 5
+REPORT_FD, JOB_FD, FDS_FD = 3, 4, 5  # reports out; the job in; the candidate's pipes come on the socket
+CALL = {"out": -1, "in": -1}
 
 
 class CandidateError(Exception):
@@ -40,10 +41,10 @@ class _Proxy:
         except plain.NotPlain as e:
             raise TypeError(f"the check passes something that is not plain data: {e}") from None
         try:
-            harness.write_frame(CALL_OUT, request)
+            harness.write_frame(CALL["out"], request)
         except OSError:
             raise CandidateGone from None
-        frame = harness.read_frame(CALL_IN, self.limit)
+        frame = harness.read_frame(CALL["in"], self.limit)
         if frame is None:
             raise CandidateGone
         try:
@@ -84,6 +85,22 @@ def _namespace(fn_name: str | None, limit: int) -> dict:
     if fn_name:
         ns[fn_name] = _Proxy(fn_name, limit)
     return ns
+
+
+def wait_for_job() -> None:
+    """In a check child forked ahead of its job (already in the sandbox): read the job from the
+    worker, take the candidate's pipes, and run the checks."""
+    import pickle
+    import socket
+
+    frame = harness.read_frame(JOB_FD, 1 << 31)
+    if frame is None:
+        os._exit(0)
+    tests, fn_name, early_exit, limits = pickle.loads(frame)  # from the worker, not the candidate
+    with socket.socket(fileno=FDS_FD) as sock:
+        _, fds, _, _ = socket.recv_fds(sock, 1, 2)
+    CALL["out"], CALL["in"] = fds
+    run_checks(tests, fn_name, early_exit, limits)
 
 
 def run_checks(tests: list, fn_name: str | None, early_exit: bool, limits: dict) -> None:

@@ -572,14 +572,52 @@ def run_serve_job(proto: Protocol, job: dict, fds: list[int]) -> None:
     proto.send(("ended", res))
 
 
+_SPARE: dict = {}  # a check child forked ahead of its job: {"child", "job_w", "sock"}
+_CHECK_CPU_CAP = 64  # a check child's RLIMIT_CPU, in time limits (the Clock is the real limit)
+
+
+def _fork_check_child(limits: dict) -> dict:
+    """Fork a check child now, before its job: it enters the sandbox and waits for the job on a
+    pipe and for the candidate's pipes on a socket, so that forking is off the judge's path."""
+    from mcoder.judge import checker
+
+    job_r, job_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    cap = limits["timeout_s"] * _CHECK_CPU_CAP
+    fake = {"limits": limits, "dir": SETUP["base"]}
+    child = fork_child(fake, cap, b"", checker.wait_for_job, [job_r, theirs.fileno()])
+    theirs.detach()  # fork_child closed it
+    return {"child": child, "job_w": job_w, "sock": ours, "limits": limits}
+
+
+def prefork_check_child() -> None:
+    if SETUP.get("role") == "checks" and not _SPARE and SETUP.get("limits") is not None:
+        _SPARE.update(_fork_check_child(SETUP["limits"]))
+
+
 def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
     """The trusted side of functional tests, in the checks worker: a child compiles and runs each
     check, calling the candidate through the pipes; one report per test."""
-    from mcoder.judge import checker
-
+    SETUP["limits"] = job["limits"]
+    spare = dict(_SPARE) if _SPARE and _SPARE["limits"] == job["limits"] else None
+    if spare is None:
+        _discard_spare()
+        spare = _fork_check_child(job["limits"])
+    _SPARE.clear()
+    child = spare["child"]
+    try:
+        socket.send_fds(spare["sock"], [b"f"], fds)
+        harness.write_frame(
+            spare["job_w"], pickle.dumps((job["tests"], job["fn_name"], job["early_exit"], job["limits"]))
+        )
+    except OSError:
+        pass  # the child is gone: its exit says why
+    finally:
+        for fd in fds:
+            os.close(fd)
+        os.close(spare["job_w"])
+        spare["sock"].close()
     timeout = job["limits"]["timeout_s"] * len(job["tests"])
-    target = lambda: checker.run_checks(job["tests"], job["fn_name"], job["early_exit"], job["limits"])
-    child = fork_child(job, timeout + 1, b"", target, fds)
     clock = Clock(child.pid, timeout + 1)
     try:
         for i in range(len(job["tests"])):
@@ -595,6 +633,15 @@ def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
     finally:
         child.kill()
         child.close()
+
+
+def _discard_spare() -> None:
+    if _SPARE:
+        _SPARE["child"].kill()
+        _SPARE["child"].close()
+        os.close(_SPARE["job_w"])
+        _SPARE["sock"].close()
+        _SPARE.clear()
 
 
 # ---------------------------------------------------------------- the loop
@@ -626,6 +673,7 @@ def serve(proto: Protocol) -> None:
             finish_uid()
             shutil.rmtree(job["dir"], ignore_errors=True)
         proto.send(("done", None))
+        prefork_check_child()  # while the judge reads "done" and prepares the next job
 
 
 def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
