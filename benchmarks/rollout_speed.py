@@ -85,7 +85,7 @@ class Timed:
 def time_mcoder(engine, tok, problems, args, out: Path) -> tuple[float, int, float, float]:
     from mcoder.jsonl import RecordWriter
     from mcoder.rollout.diversity import batch_diversity
-    from mcoder.rollout.run import RolloutSummary, _account
+    from mcoder.rollout.summary import RolloutSummary, account
     from mcoder.rollout.sample import make_rollouts, write_rollouts
 
     summary = RolloutSummary(out=str(out), engine=engine.name, temperature=1.0)
@@ -97,7 +97,7 @@ def time_mcoder(engine, tok, problems, args, out: Path) -> tuple[float, int, flo
             rollouts = make_rollouts(chunk, engine, tok, n=args.n, max_tokens=args.max_tokens, temperature=1.0,
                                      seed=0, model_name="tiny")
             write_rollouts(writer, rollouts)
-            _account(summary, rollouts)
+            account(summary, rollouts)
             texts.extend(rollouts)
     batch_diversity(texts)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -153,7 +153,7 @@ def test_empty_verdicts_leave_every_problem_unevaluated(tmp_path):
 
 
 def test_score_api_returns_tables_and_notes_without_printing(tmp_path, capsys):
-    from mcoder.bench.run import score
+    from mcoder.bench.stage import score
 
     problems = write_problems(tmp_path / "p.jsonl")
     result = score(

@@ -245,7 +245,7 @@ def test_out_naming_the_problems_file_is_refused(tiny_model, src):
 def test_summary_diversity_is_the_batch_mean_added_up_call_by_call(tiny_model, src, tmp_path):
     from mcoder.rollout.config import RolloutConfig
     from mcoder.rollout.diversity import batch_diversity
-    from mcoder.rollout.run import run_rollout
+    from mcoder.rollout.stage import run_rollout
 
     out = tmp_path / "r.jsonl"
     cfg = RolloutConfig(problems=src, model=str(tiny_model), out=out, n=4, max_tokens=8, engine="hf", seed=3,

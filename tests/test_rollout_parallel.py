@@ -85,3 +85,32 @@ def test_data_parallel_flag_errors(tiny_model, src, tmp_path, extra, words):
 def test_data_parallel_without_vllm_exits_4(tiny_model, src, tmp_path):
     res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--data-parallel-size", "2")
     assert res.exit_code == 4 and "vllm" in res.stderr
+
+
+def test_a_replica_is_given_every_setting_of_the_run(tmp_path):
+    """The replicas' command lines come from the config's fields, not a hand-kept list: read back
+    by the real `rollout` parser, they give the run's config on the replica's own part and output."""
+    import typer.main
+
+    from mcoder.cli.rollout import make_config
+    from mcoder.rollout.config import RolloutConfig
+    from mcoder.rollout.data_parallel import _PER_REPLICA, _child_args
+
+    cfg = RolloutConfig(
+        problems=tmp_path / "p.jsonl", model="M", out=tmp_path / "o.jsonl", adapter=tmp_path / "ad", n=3,
+        max_tokens=77, temperature="0.7", step=4, top_k=5, top_p=0.9, seed=11, policy_version=2, batch_size=9,
+        tensor_parallel_size=2, data_parallel_size=2, engine="vllm", long_prompts="error", overwrite=True,
+        quiet=True, diversity_target=0.3, temperature_candidates=(0.5, 1.0), probe_problems=3,
+    )  # fmt: skip
+    args = _child_args(cfg, tmp_path / "part.jsonl", tmp_path / "part-out.jsonl")
+    command = typer.main.get_command(app).commands["rollout"]  # type: ignore[attr-defined]
+    back = make_config(command.make_context("rollout", args).params)
+    for f in dataclasses.fields(RolloutConfig):
+        if f.name not in _PER_REPLICA:
+            assert getattr(back, f.name) == getattr(cfg, f.name), f.name
+    assert (back.problems, back.out, back.engine, back.data_parallel_size) == (
+        tmp_path / "part.jsonl",
+        tmp_path / "part-out.jsonl",
+        "vllm",
+        1,
+    )

@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """pass@k by platform x difficulty with failure shares; --run-dir RUN --plots: training figures."""
         from mcoder.bench.config import BenchConfig, parse_ks, parse_rating_bounds
-        from mcoder.bench.run import run
+        from mcoder.bench.stage import run
 
         apply_quiet(quiet)
         cfg = BenchConfig(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -41,53 +42,128 @@ def rollout(
     problems: ProblemsPath,
     model: ModelPath,
     out: OutPath,
-    n: Annotated[int, typer.Option("--n", "-n", rich_help_panel=SAMPLING, help="Samples per problem (the group size G).")] = 8,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", rich_help_panel=SAMPLING, help="Most completion tokens per sample.")] = 1024,
+    n: Annotated[
+        int,
+        typer.Option("--n", "-n", rich_help_panel=SAMPLING, help="Samples per problem (the group size G)."),
+    ] = 8,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", rich_help_panel=SAMPLING, help="Most completion tokens per sample.")
+    ] = 1024,
     temperature: Annotated[
         str | None,
-        typer.Option("--temperature", "-t", rich_help_panel=SAMPLING, help="A number (default 1.0), or 'auto': choose from measured diversity."),
+        typer.Option(
+            "--temperature",
+            "-t",
+            rich_help_panel=SAMPLING,
+            help="A number (default 1.0), or 'auto': choose from measured diversity.",
+        ),
     ] = None,
     temperature_schedule: Annotated[
         str | None,
-        typer.Option("--temperature-schedule", rich_help_panel=SAMPLING, help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'."),
+        typer.Option(
+            "--temperature-schedule",
+            rich_help_panel=SAMPLING,
+            help="Staged temperatures 'T@STEP,...', e.g. '0.6@0,1.2@140'.",
+        ),
     ] = None,
-    step: Annotated[int, typer.Option("--step", rich_help_panel=SAMPLING, help="Training step whose schedule stage applies.")] = 0,
+    step: Annotated[
+        int,
+        typer.Option("--step", rich_help_panel=SAMPLING, help="Training step whose schedule stage applies."),
+    ] = 0,
     diversity_target: Annotated[
         float | None,
-        typer.Option("--diversity-target", rich_help_panel=AUTO_T, help="With --temperature auto: diversity the chosen T must reach."),
+        typer.Option(
+            "--diversity-target",
+            rich_help_panel=AUTO_T,
+            help="With --temperature auto: diversity the chosen T must reach.",
+        ),
     ] = None,
     temperature_candidates: Annotated[
         str | None,
-        typer.Option("--temperature-candidates", rich_help_panel=AUTO_T, help="With --temperature auto: START:STOP:STEP or a,b,c."),
+        typer.Option(
+            "--temperature-candidates",
+            rich_help_panel=AUTO_T,
+            help="With --temperature auto: START:STOP:STEP or a,b,c.",
+        ),
     ] = None,
     probe_problems: Annotated[
-        int, typer.Option("--probe-problems", rich_help_panel=AUTO_T, help="With --temperature auto: problems probed per candidate.")
+        int,
+        typer.Option(
+            "--probe-problems",
+            rich_help_panel=AUTO_T,
+            help="With --temperature auto: problems probed per candidate.",
+        ),
     ] = 16,
     diversity_measure: Annotated[
-        str, typer.Option("--diversity-measure", rich_help_panel=AUTO_T, help="With --temperature auto: lexical or program.")
+        str,
+        typer.Option(
+            "--diversity-measure", rich_help_panel=AUTO_T, help="With --temperature auto: lexical or program."
+        ),
     ] = "lexical",
-    engine: Annotated[str, typer.Option("--engine", rich_help_panel=ENGINE, help="auto (vLLM when installed, else hf), hf or vllm.")] = "auto",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine", rich_help_panel=ENGINE, help="auto (vLLM when installed, else hf), hf or vllm."
+        ),
+    ] = "auto",
     adapter: Annotated[
-        Path | None, typer.Option("--adapter", rich_help_panel=IO_PANEL, help="PEFT LoRA adapter folder applied to the model.")
+        Path | None,
+        typer.Option(
+            "--adapter", rich_help_panel=IO_PANEL, help="PEFT LoRA adapter folder applied to the model."
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", rich_help_panel=SAMPLING, help="Run seed; each problem's samples are seeded from it and the problem id.")] = 0,
-    batch_size: Annotated[int, typer.Option("--batch-size", rich_help_panel=ENGINE, help="Rows (problem x sample) per engine call.")] = 32,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            rich_help_panel=SAMPLING,
+            help="Run seed; each problem's samples are seeded from it and the problem id.",
+        ),
+    ] = 0,
+    batch_size: Annotated[
+        int,
+        typer.Option("--batch-size", rich_help_panel=ENGINE, help="Rows (problem x sample) per engine call."),
+    ] = 32,
     tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "--tp", rich_help_panel=ENGINE, help="vllm: GPUs one model copy is split over.")
+        int,
+        typer.Option(
+            "--tensor-parallel-size",
+            "--tp",
+            rich_help_panel=ENGINE,
+            help="vllm: GPUs one model copy is split over.",
+        ),
     ] = 1,
     data_parallel_size: Annotated[
-        int, typer.Option("--data-parallel-size", "--dp", rich_help_panel=ENGINE, help="vllm: engine replicas (processes), each on its own GPUs.")
+        int,
+        typer.Option(
+            "--data-parallel-size",
+            "--dp",
+            rich_help_panel=ENGINE,
+            help="vllm: engine replicas (processes), each on its own GPUs.",
+        ),
     ] = 1,
-    top_k: Annotated[int, typer.Option("--top-k", rich_help_panel=SAMPLING, help="Top-k filtering (0: off).")] = 0,
-    top_p: Annotated[float, typer.Option("--top-p", rich_help_panel=SAMPLING, help="Nucleus sampling mass (1.0: off).")] = 1.0,
-    policy_version: Annotated[
-        int, typer.Option("--policy-version", rich_help_panel=SAMPLING, help="Policy version recorded in each rollout and its id.")
+    top_k: Annotated[
+        int, typer.Option("--top-k", rich_help_panel=SAMPLING, help="Top-k filtering (0: off).")
     ] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", rich_help_panel=IO_PANEL, help="Use only the first N problems.")] = None,
+    top_p: Annotated[
+        float, typer.Option("--top-p", rich_help_panel=SAMPLING, help="Nucleus sampling mass (1.0: off).")
+    ] = 1.0,
+    policy_version: Annotated[
+        int,
+        typer.Option(
+            "--policy-version",
+            rich_help_panel=SAMPLING,
+            help="Policy version recorded in each rollout and its id.",
+        ),
+    ] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", rich_help_panel=IO_PANEL, help="Use only the first N problems.")
+    ] = None,
     long_prompts: Annotated[
         str,
         typer.Option(
-            "--long-prompts", rich_help_panel=SAMPLING,
+            "--long-prompts",
+            rich_help_panel=SAMPLING,
             help="A prompt longer than the model's context minus --max-tokens: skip it (counted and "
             "named in the summary) or error (exit 3 before any sampling).",
         ),
@@ -96,21 +172,23 @@ def rollout(
     quiet: Quiet = False,
     help_: HelpFlag = False,
 ) -> None:
-    from mcoder.rollout.config import RolloutConfig
-    from mcoder.rollout.run import run_rollout
-    from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, parse_candidates
+    from mcoder.rollout.stage import run_rollout
 
     apply_quiet(quiet)
-    cfg = RolloutConfig(
-        problems=problems, model=model, out=out, adapter=adapter, limit=limit, overwrite=overwrite,
-        n=n, max_tokens=max_tokens, temperature=temperature, temperature_schedule=temperature_schedule,
-        step=step, top_k=top_k, top_p=top_p, seed=seed, policy_version=policy_version,
-        diversity_target=DEFAULT_TARGET if diversity_target is None else diversity_target,
-        temperature_candidates=parse_candidates(temperature_candidates) if temperature_candidates else DEFAULT_CANDIDATES,
-        probe_problems=probe_problems, diversity_measure=diversity_measure,
-        engine=engine, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size,
-        data_parallel_size=data_parallel_size, quiet=quiet, long_prompts=long_prompts,
-    )
+    cfg = make_config(locals())
     summary = run_rollout(cfg)
     if str(out) != "-":
         emit(summary.out)
+
+
+def make_config(params: dict):
+    """The RolloutConfig of the parsed options (also how a data-parallel replica's flags are read back)."""
+    from mcoder.rollout.config import RolloutConfig
+    from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, parse_candidates
+
+    p = dict(params)
+    p["diversity_target"] = DEFAULT_TARGET if p["diversity_target"] is None else p["diversity_target"]
+    cands = p["temperature_candidates"]
+    p["temperature_candidates"] = parse_candidates(cands) if cands else DEFAULT_CANDIDATES
+    fields = {f.name for f in dataclasses.fields(RolloutConfig)}
+    return RolloutConfig(**{k: v for k, v in p.items() if k in fields})

@@ -104,7 +104,7 @@ def _train(**kw: Any) -> None:
         )
         return
 
-    from mcoder.train.run import TrainJob, train_once
+    from mcoder.train.stage import TrainJob, train_once
 
     _require(loop=False, rollouts=kw["rollouts"], verdicts=kw["verdicts"], out=kw["out"])
     train_values.update(max_tokens=kw["max_tokens"], logprob_temperature=_float(kw["temperature"]))

@@ -11,6 +11,7 @@ rollouts OUT already has.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,13 +21,13 @@ from mcoder import console
 from mcoder.errors import EnvironmentMissing, McoderError
 from mcoder.jsonl import RecordWriter, dumps, iter_objects
 from mcoder.rollout.config import RolloutConfig
+from mcoder.rollout.problems import load_problems
+from mcoder.rollout.summary import RolloutSummary
 
 
 def run_data_parallel(cfg: RolloutConfig, resume: bool = True):
     """The replicas' rollouts joined into ``cfg.out`` (which the caller has claimed; ``resume``:
     continue what it holds)."""
-    from mcoder.rollout.run import RolloutSummary, load_problems
-
     dp, tp = cfg.data_parallel_size, cfg.tensor_parallel_size
     problems = load_problems(cfg.problems, cfg.limit)
     work = Path(str(cfg.out) + ".dp")
@@ -84,21 +85,23 @@ def _devices(needed: int) -> list[str] | None:
     return ids
 
 
+# The replica's own: its part of the problems, its output, one engine copy of vLLM.
+_PER_REPLICA = {"problems", "out", "engine", "data_parallel_size", "limit"}
+
+
 def _child_args(cfg: RolloutConfig, problems: Path, out: Path) -> list[str]:
-    """The flags of one replica: this run's, on its part of the problems, one engine copy."""
-    args = ["--problems", str(problems), "--model", cfg.model, "--out", str(out), "--engine", "vllm",
-            "--n", str(cfg.n), "--max-tokens", str(cfg.max_tokens), "--step", str(cfg.step),
-            "--top-k", str(cfg.top_k), "--top-p", str(cfg.top_p), "--seed", str(cfg.seed),
-            "--policy-version", str(cfg.policy_version), "--batch-size", str(cfg.batch_size),
-            "--tensor-parallel-size", str(cfg.tensor_parallel_size), "--long-prompts", cfg.long_prompts]  # fmt: skip
-    if cfg.adapter is not None:
-        args += ["--adapter", str(cfg.adapter)]
-    if cfg.temperature is not None:
-        args += ["--temperature", cfg.temperature]
-    if cfg.temperature_schedule is not None:
-        args += ["--temperature-schedule", cfg.temperature_schedule]
-    if cfg.overwrite:
-        args.append("--overwrite")
-    if cfg.quiet:
-        args.append("--quiet")
+    """The flags of one replica: every setting of this run that differs from its default (the
+    rollout flags are the config's field names), on its part of the problems, one engine copy."""
+    args = ["--problems", str(problems), "--out", str(out), "--engine", "vllm"]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name in _PER_REPLICA or value == f.default:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag)  # every boolean of the rollout is a switch that is off by default
+        elif isinstance(value, (tuple, list)):
+            args += [flag, ",".join(map(str, value))]
+        else:
+            args += [flag, str(value)]
     return args

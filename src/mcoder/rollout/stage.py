@@ -7,86 +7,33 @@ output, a few problems per engine call, writing each call's records before the n
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import math
 import os
-import shutil
-import sys
-import tempfile
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from rich.progress import TextColumn
 
 from mcoder import console
-from mcoder.errors import DataError, EnvironmentMissing, UsageError
-from mcoder.jsonl import STDIO, RecordWriter, UniqueIds, display_name, read_numbered
+from mcoder.errors import EnvironmentMissing
+from mcoder.jsonl import STDIO, RecordWriter, display_name
 from mcoder.outputs import claim_output
 from mcoder.prompts import render_prompt
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
-from mcoder.rollout.diversity import MEASURES, group_texts
+from mcoder.rollout.problems import SHOWN_LONG, PromptBudget, count_problems, iter_problems, spooled_stdin
 from mcoder.rollout.sample import make_rollouts, rollout_id, write_rollouts
+from mcoder.rollout.summary import (
+    DiversityMean,
+    RolloutSummary,
+    account,
+    show_summary,
+    show_temperature_table,
+)
 from mcoder.rollout.temperature import TemperatureSchedule, select_temperature
-
-
-@dataclass
-class RolloutSummary:
-    out: str
-    engine: str
-    temperature: float
-    problems: int = 0
-    samples: int = 0
-    resumed: int = 0
-    completion_tokens: int = 0
-    truncated: int = 0
-    seconds: float = 0.0
-    too_long: int = 0
-    too_long_ids: list[str] = field(default_factory=list)
-    diversity: dict[str, float] = field(default_factory=dict)
-    temperature_table: list[tuple[float, float]] | None = None
-
-    @property
-    def mean_length(self) -> float:
-        return self.completion_tokens / self.samples if self.samples else 0.0
-
-    @property
-    def truncated_share(self) -> float:
-        return self.truncated / self.samples if self.samples else 0.0
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.completion_tokens / self.seconds if self.seconds else 0.0
-
-
-def load_problems(path: Path, limit: int | None) -> list[Problem]:
-    """Problems in file order, without their tests (for the data-parallel split)."""
-    return [p for _, p in iter_problems(path, limit)]
-
-
-def iter_problems(path: Path | str, limit: int | None) -> Iterator[tuple[int, Problem]]:
-    """(line, problem) in file order, read one line at a time, without their tests (rollout never
-    needs them; they can be large), checking that ids are unique."""
-    ids = UniqueIds(path, field="id")
-    for lineno, p in read_numbered(path, Problem):
-        if limit is not None and len(ids) >= limit:
-            break
-        ids.add(p.id, lineno)
-        p.tests = []
-        yield lineno, p
-
-
-def count_problems(path: Path | str, limit: int | None) -> int:
-    """A first pass over the problems (ids only): their number; bad or empty input is an error
-    here, before any model is loaded."""
-    count = sum(1 for _ in iter_problems(path, limit))
-    if count == 0 and limit != 0:
-        raise DataError("no problems in the file", path=display_name(path), hint="pass a problems file with records")
-    return count
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
@@ -133,7 +80,9 @@ def _data_parallel(cfg: RolloutConfig, resume: bool) -> RolloutSummary:
     from mcoder.rollout.engines.factory import VLLM_HINT, vllm_available
 
     if not vllm_available():
-        raise EnvironmentMissing("--data-parallel-size > 1 needs vllm, which is not installed", hint=VLLM_HINT)
+        raise EnvironmentMissing(
+            "--data-parallel-size > 1 needs vllm, which is not installed", hint=VLLM_HINT
+        )
     return run_data_parallel(cfg, resume=resume)
 
 
@@ -153,7 +102,9 @@ def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> Ro
     )  # fmt: skip
     probe = budget.fitting(iter_problems(problems, cfg.limit), tokenizer, cfg.probe_problems)
     temperature, table = resolve_temperature(cfg, engine, tokenizer, probe)
-    summary = RolloutSummary(out=str(cfg.out), engine=engine.name, temperature=temperature, temperature_table=table)
+    summary = RolloutSummary(
+        out=str(cfg.out), engine=engine.name, temperature=temperature, temperature_table=table
+    )
     with RecordWriter(cfg.out, "id", resume=resume) as writer:
         summary.resumed = writer.resumed
         if writer.resumed:
@@ -170,75 +121,6 @@ def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> Ro
     return summary
 
 
-@contextlib.contextmanager
-def spooled_stdin(path: Path | str) -> Iterator[Path]:
-    """``path``, or for ``-`` a temporary copy of stdin: rollout reads its problems more than once
-    (count, measure, sample) and never holds them all in memory."""
-    if str(path) != STDIO:
-        yield Path(path)
-        return
-    with tempfile.TemporaryDirectory(prefix="mcoder-stdin-") as tmp:
-        spool = Path(tmp) / "problems.jsonl"
-        with open(spool, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f)
-        yield spool
-
-
-SHOWN_LONG = 5  # ids of skipped long prompts named in the summary
-
-
-@dataclass
-class PromptBudget:
-    """The longest prompt the model can take with ``--max-tokens`` completion tokens after it:
-    its context (``max_position_embeddings`` of its config) minus ``--max-tokens``."""
-
-    context: int | None
-    max_tokens: int
-
-    @classmethod
-    def of(cls, model: str, max_tokens: int) -> PromptBudget:
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(model)
-        config = getattr(config, "text_config", None) or config
-        context = getattr(config, "max_position_embeddings", None)
-        if context is not None and max_tokens >= context:
-            raise UsageError(
-                f"--max-tokens {max_tokens} leaves no room for a prompt: the model's context is {context} tokens",
-                hint=f"pass --max-tokens below {context}",
-            )
-        return cls(context, max_tokens)
-
-    @property
-    def limit(self) -> int | None:
-        return None if self.context is None else self.context - self.max_tokens
-
-    def fits(self, prompt_ids: list[int]) -> bool:
-        return self.limit is None or len(prompt_ids) <= self.limit
-
-    def refuse_long(self, problems: Iterable[tuple[int, Problem]], tokenizer, name: str) -> None:
-        """--long-prompts error: a DataError naming the first problem too long, before sampling."""
-        for lineno, p in problems:
-            _, ids = render_prompt(p, tokenizer)
-            if not self.fits(ids):
-                raise DataError(
-                    f"problem {p.id!r}: its prompt is {len(ids)} tokens; with --max-tokens {self.max_tokens} "
-                    f"the model's context of {self.context} leaves room for {self.limit}",
-                    path=name, line=lineno,
-                    hint="pass --long-prompts skip to leave such problems out, or a smaller --max-tokens",
-                )  # fmt: skip
-
-    def fitting(self, problems: Iterable[tuple[int, Problem]], tokenizer, count: int) -> list[Problem]:
-        """The first ``count`` problems whose prompts fit (the temperature probe)."""
-        out: list[Problem] = []
-        for _, p in problems:
-            if len(out) >= count:
-                break
-            if self.fits(render_prompt(p, tokenizer)[1]):
-                out.append(p)
-        return out
-
-
 def _group_done(problem: Problem, cfg: RolloutConfig, done: set[str]) -> bool:
     return all(rollout_id(problem.id, cfg.policy_version, j) in done for j in range(cfg.n))
 
@@ -247,7 +129,7 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
     """Sample ``todo`` (an iterator) a few problems per engine call: memory is bounded by the call."""
     per_call = max(1, math.ceil(cfg.batch_size / cfg.n))
     model_name = cfg.model if cfg.adapter is None else f"{cfg.model}+{cfg.adapter}"
-    diversity = _DiversityMean()
+    diversity = DiversityMean()
     bar = console.progress(TextColumn("{task.fields[tps]} tok/s"))
     start = time.perf_counter()
     with bar:
@@ -268,36 +150,12 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
                 seed=cfg.seed, model_name=model_name, policy_version=cfg.policy_version, prompts=prompts,
             )  # fmt: skip
             write_rollouts(writer, rollouts)
-            _account(summary, rollouts)
+            account(summary, rollouts)
             summary.problems += len(keep)
             diversity.add(rollouts)
             summary.seconds = time.perf_counter() - start
             bar.update(task, advance=len(chunk), tps=f"{summary.tokens_per_s:,.0f}")
     summary.diversity = diversity.result()
-
-
-@dataclass
-class _DiversityMean:
-    """The batch's mean group diversity (``batch_diversity``), added up a call at a time so that
-    no completion is kept after it is written."""
-
-    sums: dict[str, float] = field(default_factory=dict)
-    groups: int = 0
-
-    def add(self, rollouts: list) -> None:
-        groups = [g for g in group_texts(rollouts).values() if len(g) >= 2]
-        self.groups += len(groups)
-        for name, fn in MEASURES.items():
-            self.sums[name] = self.sums.get(name, 0.0) + sum(fn(g) for g in groups)
-
-    def result(self) -> dict[str, float]:
-        return {f"diversity/{name}": self.sums.get(name, 0.0) / self.groups if self.groups else 0.0 for name in MEASURES}
-
-
-def _account(summary: RolloutSummary, rollouts: list) -> None:
-    summary.samples += len(rollouts)
-    summary.completion_tokens += sum(len(r.completion_token_ids) for r in rollouts)
-    summary.truncated += sum(r.finish_reason == "length" for r in rollouts)
 
 
 def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:
@@ -315,8 +173,15 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
         return saved["temperature"], [tuple(r) for r in saved["table"]]
     probe = problems[: cfg.probe_problems]  # the first problems whose prompts fit
     chosen, table = select_temperature(
-        engine, tokenizer, probe, candidates=cfg.temperature_candidates, target=cfg.diversity_target,
-        n=cfg.n, max_tokens=cfg.max_tokens, seed=cfg.seed, measure=cfg.diversity_measure,
+        engine,
+        tokenizer,
+        probe,
+        candidates=cfg.temperature_candidates,
+        target=cfg.diversity_target,
+        n=cfg.n,
+        max_tokens=cfg.max_tokens,
+        seed=cfg.seed,
+        measure=cfg.diversity_measure,
     )
     show_temperature_table(table, chosen, cfg.diversity_target, cfg.diversity_measure, len(probe))
     if record is not None:
@@ -332,31 +197,13 @@ def _choice_path(out: Path) -> Path | None:
 
 def _choice(cfg: RolloutConfig, chosen: float, table, probe: int) -> dict:
     return {
-        "temperature": chosen, "table": table, "target": cfg.diversity_target,
-        "measure": cfg.diversity_measure, "probe_problems": probe, "n": cfg.n,
-        "max_tokens": cfg.max_tokens, "seed": cfg.seed, "model": cfg.model,
+        "temperature": chosen,
+        "table": table,
+        "target": cfg.diversity_target,
+        "measure": cfg.diversity_measure,
+        "probe_problems": probe,
+        "n": cfg.n,
+        "max_tokens": cfg.max_tokens,
+        "seed": cfg.seed,
+        "model": cfg.model,
     }
-
-
-def show_temperature_table(table, chosen: float, target: float, measure: str, probe: int) -> None:
-    rows = [(f"{t:g}", f"{d:.3f}", "<- chosen" if t == chosen else "") for t, d in table]
-    console.show(console.table(f"D(T): {measure} diversity on {probe} probe problems, target {target:g}", ["T", "D", ""], rows))
-    if all(d < target for _, d in table):
-        console.warn(f"no candidate temperature reaches diversity {target:g}; using the highest, {chosen:g}")
-    console.info(f"temperature {chosen:g} (smallest reaching {measure} diversity {target:g})")
-
-
-def show_summary(s: RolloutSummary) -> None:
-    rows = [
-        ("engine", s.engine), ("temperature", f"{s.temperature:g}"), ("problems sampled", s.problems),
-        ("samples written", s.samples), ("already there (resumed)", s.resumed),
-        *((("prompts too long (skipped)", f"{s.too_long}: {', '.join(s.too_long_ids)}"),) if s.too_long else ()),
-        ("mean completion tokens", f"{s.mean_length:.1f}"), ("truncated share", f"{s.truncated_share:.3f}"),
-        *((k, f"{v:.3f}") for k, v in s.diversity.items()),
-        ("tokens/s", f"{s.tokens_per_s:,.0f}"),
-    ]
-    console.show(console.table("rollout summary", ["", "value"], rows))
-
-
-def summary_dict(s: RolloutSummary) -> dict:
-    return {**asdict(s), "mean_length": s.mean_length, "truncated_share": s.truncated_share}
