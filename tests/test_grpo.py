@@ -166,6 +166,7 @@ def decide(**kw):
         "rho": 1.0,
         "m": 128,
         "non_incorrect": "accepted_or_no_code",
+        "is_cut_off": False,
     }
     args.update(kw)
     return truncation_decision(**args)
@@ -232,7 +233,10 @@ def verdict(i: str, pid: str, reward: float, status: str) -> Verdict:
     )
 
 
-def test_masked_sample_contributes_nothing_and_leaves_others_unchanged():
+@pytest.mark.parametrize("mode", ["zero_advantage", "drop"])
+def test_masked_sample_contributes_nothing_and_leaves_others_unchanged(mode):
+    """Both mask modes give the masked output no gradient; only ``drop`` takes its tokens out of
+    the mask (and so out of the token count the loss is divided by)."""
     EOS = 3
     pairs = [
         (rollout("a", "p", [10, 11, EOS]), verdict("a", "p", 1.0, "accepted")),
@@ -240,18 +244,21 @@ def test_masked_sample_contributes_nothing_and_leaves_others_unchanged():
         (rollout("c", "p", [16, EOS]), verdict("c", "p", 0.0, "wrong_answer")),
     ]
     plain = prepare(pairs, resolve("microcoder-grpo", {"mask_rho": 0.0}), L_max=4)
-    masked = prepare(pairs, resolve("microcoder-grpo", {"mask_rho": 1.0, "mask_repeat_m": 2}), L_max=4)
+    cfg = resolve("microcoder-grpo", {"mask_rho": 1.0, "mask_repeat_m": 2, "mask_mode": mode})
+    masked = prepare(pairs, cfg, L_max=4)
     assert [s.masked for s in masked] == [False, True, False]
+    assert [s.dropped for s in masked] == [False, mode == "drop", False]
     assert masked[1].advantage == 0.0 and plain[1].advantage > 0
     # the others' advantages are the same: mean and std are taken before masking
     assert [masked[0].advantage, masked[2].advantage] == [plain[0].advantage, plain[2].advantage]
 
     batch = collate(masked, pad_id=0)
-    assert batch.completion_mask.tolist() == [[1, 1, 1, 0], [0, 0, 0, 0], [1, 1, 0, 0]]
+    row = [0, 0, 0, 0] if mode == "drop" else [1, 1, 1, 1]
+    assert batch.completion_mask.tolist() == [[1, 1, 1, 0], row, [1, 1, 0, 0]]
     # the EOS token is inside the loss mask; padding (id 0) is not
     assert batch.completion_ids[0, 2].item() == EOS and batch.completion_mask[0, 2].item() == 1
 
-    # its tokens carry no gradient and no weight in the loss
+    # its tokens carry no gradient
     logp = torch.zeros(3, 4, requires_grad=True)
     parts = grpo.policy_loss(
         logp,
@@ -260,13 +267,13 @@ def test_masked_sample_contributes_nothing_and_leaves_others_unchanged():
         batch.completion_mask,
         eps_low=0.2,
         eps_high=0.28,
-        num_tokens=5,
+        num_tokens=float(batch.completion_mask.sum()),
         num_seqs=3,
     )
     parts.loss.backward()
     assert logp.grad[1].abs().sum().item() == 0.0
     assert logp.grad[0].abs().sum().item() > 0.0
-    assert parts.tokens == 5.0
+    assert parts.tokens == (5.0 if mode == "drop" else 9.0)
 
 
 def test_dynamic_sampling_drops_zero_variance_groups():

@@ -24,7 +24,7 @@ from mcoder.jsonl import check_verdict_joins
 from mcoder.records import Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.config import TrainConfig
-from mcoder.train.masking import truncation_decision
+from mcoder.train.masking import cut_off, truncation_decision
 
 
 @dataclass
@@ -34,9 +34,11 @@ class Sample:
     group: int  # index of its problem_id within the batch
     reward: float = 0.0  # verdict reward plus any overlong penalty
     advantage: float = 0.0  # after masking: 0 for a masked sample
-    masked: bool = False  # truncation mask: the sample is left out of the loss
+    masked: bool = False  # truncation mask: the sample's advantage is 0
+    dropped: bool = False  # masked and (mask_mode drop) left out of the loss and its token count
     mask_reason: str = "off"
     truncated: bool = False
+    cut_off: bool = False  # truncated before its program finished (masking.cut_off)
     old_logprobs: list[float] | None = None  # log π_old^T per completion token
     ref_logprobs: list[float] | None = None  # log π_ref^T per completion token (beta > 0)
 
@@ -52,7 +54,9 @@ class Sample:
             "reward": self.reward,
             "advantage": self.advantage,
             "truncated": self.truncated,
+            "cut_off": self.cut_off,
             "masked": self.masked,
+            "dropped": self.dropped,
             "mask_reason": self.mask_reason,
         }
 
@@ -115,6 +119,8 @@ def prepare(
     ]
     for s in samples:
         s.truncated = is_truncated(s.rollout, L_max)
+        # truncated by the engine or (records without a finish reason) by length: either way "length"
+        s.cut_off = s.truncated and cut_off(s.rollout.completion, "length")
     lengths = torch.tensor([s.num_tokens for s in samples])
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
     if cfg.overlong_penalty:
@@ -132,9 +138,11 @@ def prepare(
             rho=cfg.mask_rho,
             m=cfg.mask_repeat_m,
             non_incorrect=cfg.mask_non_incorrect,
+            is_cut_off=s.cut_off,
         )
         s.reward, s.masked, s.mask_reason = R, d.masked, d.reason
-        s.advantage = 0.0 if d.masked else A
+        s.advantage = 0.0 if d.masked else A  # the paper's form: A_i times (1 - mask)
+        s.dropped = d.masked and cfg.mask_mode == "drop"
     if cfg.dynamic_sampling:
         keep = grpo.group_has_variance(rewards, group_ids).tolist()
         samples = [s for s, k in zip(samples, keep, strict=True) if k]
@@ -167,8 +175,8 @@ class Batch:
     attention_mask: torch.Tensor  # (B, P + C)
     position_ids: torch.Tensor  # (B, P + C)
     completion_ids: torch.Tensor  # (B, C)
-    completion_mask: torch.Tensor  # (B, C) 1 on sampled tokens (EOS included) of unmasked samples
-    token_mask: torch.Tensor  # (B, C) 1 on every sampled token, masked samples too (for monitors)
+    completion_mask: torch.Tensor  # (B, C) 1 on sampled tokens (EOS included) of samples in the loss
+    token_mask: torch.Tensor  # (B, C) 1 on every sampled token, dropped samples too (for monitors)
     advantages: torch.Tensor  # (B,)
     old_logprobs: torch.Tensor | None  # (B, C) log π_old, when every sample has them
     ref_logprobs: torch.Tensor | None  # (B, C) log π_ref, when every sample has them
@@ -198,7 +206,7 @@ def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
         attention[i, P - len(p) : P + len(c)] = 1
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)  # (B, P + C)
     token_mask = attention[:, P:].clone()  # (B, C)
-    keep = torch.tensor([not s.masked for s in samples], dtype=torch.long)  # (B,)
+    keep = torch.tensor([not s.dropped for s in samples], dtype=torch.long)  # (B,)
     return Batch(
         input_ids=input_ids,
         attention_mask=attention,

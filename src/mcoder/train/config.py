@@ -22,7 +22,8 @@ from mcoder.errors import UsageError
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
 LossAgg = Literal["token", "sequence", "constant"]
 TruncationMode = Literal["none", "all", "conditional"]
-NonIncorrect = Literal["accepted", "accepted_or_no_code"]
+NonIncorrect = Literal["accepted_or_cut_off", "accepted", "accepted_or_no_code"]
+MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["float32", "bfloat16"]
 ALGOS: tuple[str, ...] = get_args(Algo)
 
@@ -56,8 +57,10 @@ class TrainConfig:
     """ρ: probability that an eligible truncated output is masked (conditional mode)."""
     mask_repeat_m: int = 128
     """m: an output whose last m tokens repeat the m before them is never masked."""
-    mask_non_incorrect: NonIncorrect = "accepted_or_no_code"
-    """Verdicts that count as non-incorrect: accepted, or accepted_or_no_code."""
+    mask_non_incorrect: NonIncorrect = "accepted_or_cut_off"
+    """Truncated outputs that count as not incorrect: accepted_or_cut_off (accepted, or stopped before its program finished: no code, or its code block still open), accepted, accepted_or_no_code."""
+    mask_mode: MaskMode = "zero_advantage"
+    """How a masked output leaves the loss: zero_advantage (the paper's equation, verl: its tokens stay in the token count) or drop (removed from the loss and its count, TRL)."""
     overlong_penalty: bool = False
     """DAPO's soft overlong punishment: reward falls linearly to -1 over the last overlong_cache tokens."""
     overlong_cache: int = 64
@@ -142,10 +145,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "beta": 0.0,
         "loss_agg": "token",
         "truncation": "all",
+        "mask_mode": "drop",  # overlong filtering: truncated outputs leave the loss (as TRL)
         "dynamic_sampling": True,
     },
     # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
-    # (rho 0.1, m 128), temperature chosen by diversity.
+    # (rho 0.1, m 128, accepted or cut-off outputs, advantage zeroed as in the paper's equation),
+    # temperature chosen by diversity.
     "microcoder-grpo": {
         "eps_low": 0.2,
         "eps_high": 0.28,
@@ -154,6 +159,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "truncation": "conditional",
         "mask_rho": 0.1,
         "mask_repeat_m": 128,
+        "mask_non_incorrect": "accepted_or_cut_off",
+        "mask_mode": "zero_advantage",
     },
 }
 

@@ -3,14 +3,22 @@
 MicroCoder-GRPO's conditional truncation masking masks output o_i when all four hold:
 
     |o_i| = L_max               it was cut off by the length limit
-    non_incorrect(o_i)          its verdict is accepted (or, configurably, no_code: no gradeable answer
-                                because it was cut off before the code ended)
+    non_incorrect(o_i)          it is not wrong: by default accepted, or cut off before its program
+                                finished (no code reached, or the code block still open at the limit)
     not repeat(o_i, m)          its last m tokens do not repeat the m before them (a looping output
                                 is a real failure and keeps its negative signal)
     U(0,1) < rho                a seeded coin, so only a fraction rho of such outputs is masked
 
+"Not incorrect" has three readings (``NonIncorrect``), because the sources differ: the paper's
+equation says non-incorrect, its blog says truncated outputs that "produce correct answers", a
+public re-implementation reads "correct or truncated". ``accepted_or_cut_off`` (the default) takes
+the equation at its word: an output that was never allowed to finish its program is incomplete,
+not wrong, even though the judge ran the partial program and it failed; a complete program that
+ran and failed is incorrect. ``accepted`` and ``accepted_or_no_code`` are the stricter readings.
+
 DAPO's baseline instead masks every truncated output. The decision and its reason are recorded
-per sample, so a run can be audited afterwards.
+per sample (samples.jsonl), so a run can be audited afterwards. How a masked output leaves the
+loss (its advantage zeroed, or the whole output dropped) is ``TrainConfig.mask_mode``.
 """
 
 from __future__ import annotations
@@ -19,17 +27,41 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcoder.judge.extract import extract_code
 from mcoder.train.config import NonIncorrect, TruncationMode
-
-NON_INCORRECT_STATUSES: dict[str, frozenset[str]] = {
-    "accepted": frozenset({"accepted"}),
-    "accepted_or_no_code": frozenset({"accepted", "no_code"}),
-}
 
 
 def repeats(tokens: Sequence[int], m: int) -> bool:
     """repeat(o, m): the last m tokens equal the m tokens before them."""
     return len(tokens) >= 2 * m and list(tokens[-m:]) == list(tokens[-2 * m : -m])
+
+
+def cut_off(completion: str, finish_reason: str | None) -> bool:
+    """Was this output cut off by the length limit before its program finished?
+
+    True when the engine stopped it at the limit (finish_reason ``length``) and either no code was
+    reached (the judge's extractor finds none) or the program the judge runs is a fenced block whose
+    closing fence never came (the extractor then runs it to the end of the text, so the text ends
+    with it). A closed block, or a bare completion that parses as a whole program, is finished.
+    """
+    if finish_reason != "length":
+        return False
+    code = extract_code(completion)
+    if code is None:
+        return True
+    answer = completion.rsplit("</think>", 1)[-1]  # the extractor reads only the answer
+    return answer != code and answer.endswith(code)
+
+
+def is_non_incorrect(status: str, is_cut_off: bool, reading: NonIncorrect) -> bool:
+    """non_incorrect(o) under one reading of the sources (see the module docstring)."""
+    if status == "accepted":
+        return True
+    if reading == "accepted_or_no_code":
+        return status == "no_code"
+    if reading == "accepted_or_cut_off":
+        return is_cut_off
+    return False
 
 
 @dataclass(frozen=True)
@@ -47,17 +79,19 @@ def truncation_decision(
     rng: random.Random,
     rho: float = 0.1,
     m: int = 128,
-    non_incorrect: NonIncorrect = "accepted_or_no_code",
+    non_incorrect: NonIncorrect = "accepted_or_cut_off",
+    is_cut_off: bool = False,
 ) -> MaskDecision:
     """Decide for one output. ``rng`` is drawn from only for outputs that reach the coin, so the
-    decisions of the other outputs never shift the coins (a rerun with the same seed agrees)."""
+    decisions of the other outputs never shift the coins (a rerun with the same seed agrees).
+    ``is_cut_off`` is ``cut_off(completion, finish_reason)``."""
     if mode == "none":
         return MaskDecision(False, "off")
     if not truncated:
         return MaskDecision(False, "not_truncated")
     if mode == "all":
         return MaskDecision(True, "all_truncated")
-    if status not in NON_INCORRECT_STATUSES[non_incorrect]:
+    if not is_non_incorrect(status, is_cut_off, non_incorrect):
         return MaskDecision(False, "incorrect")
     if repeats(tokens, m):
         return MaskDecision(False, "repeat")

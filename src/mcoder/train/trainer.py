@@ -182,9 +182,11 @@ class Trainer:
 
         Each micro-batch's loss is divided by the mini-batch's token/sequence count (over the
         whole mini-batch, whichever part of it this process trains on), so the summed gradient
-        does not depend on how the mini-batch is cut into micro-batches or processes."""
-        num_tokens = float(sum(s.num_tokens for s in mini if not s.masked))
-        num_seqs = sum(not s.masked for s in mini)
+        does not depend on how the mini-batch is cut into micro-batches or processes.
+        A masked sample counts unless it is dropped (mask_mode drop, as TRL): under the paper's
+        form (zero_advantage, as verl) its tokens add 0 to the sum but stay in the count."""
+        num_tokens = float(sum(s.num_tokens for s in mini if not s.dropped))
+        num_seqs = sum(not s.dropped for s in mini)
         micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size)
         idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
         sums: Counter[str] = Counter()
