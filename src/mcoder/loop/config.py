@@ -22,7 +22,7 @@ from mcoder.train.config import TrainConfig
 Engine = Literal["hf", "vllm"]
 
 # Settings a resumed run may change: they decide how long or how fast, never what is computed.
-RESUMABLE_CHANGES = frozenset({"steps", "save_every", "workers", "tensor_parallel_size"})
+RESUMABLE_CHANGES = frozenset({"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep"})
 
 
 @dataclass
@@ -44,9 +44,11 @@ class LoopConfig:
     max_resample_rounds: int = 3
     """With dynamic sampling: how many extra sampling rounds may be taken to fill a batch."""
     engine: Engine = "hf"
-    """Rollout engine: hf (the live policy) or vllm (needs --lora-rank: the adapter is handed over each step)."""
+    """Rollout engine: hf (the live policy) or vllm (the new weights, or the LoRA adapter, reach it each step)."""
     tensor_parallel_size: int = 1
-    """vllm: GPUs the rollout engine's model copy is split over."""
+    """vllm: GPUs the rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine)."""
+    vllm_sleep: bool = True
+    """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
@@ -64,11 +66,11 @@ class LoopConfig:
         # the overlong penalty and the constant loss normaliser depend on it.
         self.train.max_tokens = self.sampling.max_tokens
         self.train.validate()
-        if self.engine == "vllm" and self.train.lora_rank <= 0:
+        if self.engine == "vllm" and self.train.lora_rank <= 0 and self.tensor_parallel_size > 1:
             raise UsageError(
-                "--engine vllm in the loop needs LoRA (--lora-rank > 0)",
-                hint="the adapter is handed to vLLM each step; full-weight sync into vLLM is not "
-                "implemented, use --engine hf for full fine-tuning",
+                "full fine-tuning with --engine vllm samples on one GPU (--tensor-parallel-size 1)",
+                hint="the new weights are copied into an engine inside the trainer's process; "
+                "use --tensor-parallel-size 1, or LoRA (--lora-rank R) for a tensor-parallel engine",
             )
         return self
 

@@ -91,25 +91,29 @@ def _run(
             cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step
         )
 
+    sync_s = 0.0  # bringing the engine to the policy: the last step's hand-over + this step's sync
     with Judge(cfg.judge) if main else nullcontext() as judge:
         for step in range(first_step, cfg.steps + 1):
             # 1-2. rollout and judge (main process), from the policy as it is now
             if step > first_step:
+                t0 = time.perf_counter()
                 sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
+                sync_s += time.perf_counter() - t0
             rollouts, verdicts, timing = broadcast_result(
                 lambda step=step: _sample_and_judge(
                     cfg, run, step, problems, by_id, sampler, judge, trainer, temperature
                 )
             )
 
-            # 3. update, every rank on its share of the groups
+            # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile)
+            sampler.before_update()
             metrics = trainer.train_on_batch(rollouts, {v.rollout_id: v for v in verdicts})
             if main:
                 from mcoder.rollout.diversity import batch_diversity
 
                 run.write_step(step, "samples", "rollout_id", [s.to_row() for s in trainer.last_samples])
                 metrics.update(batch_diversity(rollouts))
-                metrics.update({"step": step, "processes": world_size(), **timing})
+                metrics.update({"step": step, "processes": world_size(), "time/sync": sync_s, **timing})
                 run.append_metrics(metrics)
                 info(_progress_line(step, cfg.steps, metrics))
 
@@ -117,7 +121,9 @@ def _run(
             # a kill after this line resumes at the next step
             if step % cfg.save_every == 0 or step == cfg.steps:
                 trainer.save(run.checkpoint, extra_state={"loop_step": step})
-            sampler.after_step(step)
+            t0 = time.perf_counter()
+            sampler.after_step(step)  # LoRA: the adapter is written and handed over here
+            sync_s = time.perf_counter() - t0
     barrier()
     emit(str(run.checkpoint))
     return run.checkpoint
@@ -202,5 +208,6 @@ def _progress_line(step: int, steps: int, m: dict[str, Any]) -> str:
         f"step {step}/{steps} | reward {m['reward/mean']:.3f} | pass {m['pass_rate']:.2f} | "
         f"len {m['length/mean']:.0f} | trunc {m['truncated_rate']:.2f} | masked {m['masked_count']} | "
         f"loss {m.get('loss', 0.0):.4f} | kl {m.get('kl', 0.0):.4f} | T {m['temperature']:g} | "
-        f"rollout {m['time/rollout']:.1f}s judge {m['time/judge']:.1f}s train {m['time/train']:.1f}s"
+        f"rollout {m['time/rollout']:.1f}s judge {m['time/judge']:.1f}s train {m['time/train']:.1f}s "
+        f"sync {m['time/sync']:.1f}s"
     )

@@ -2,7 +2,9 @@
 
 A sampler has an ``engine`` (what ``make_rollouts`` calls; None on ranks that do not sample),
 ``sync()`` (called before every step's rollout but the first: bring the engine up to the
-policy's weights) and ``after_step(step)`` (called on every rank after the update and save).
+policy's weights), ``before_update()`` (called on every rank once the batch is sampled and
+judged: an engine may free memory for the update) and ``after_step(step)`` (called on every
+rank after the update and save).
 
 - ``LivePolicy`` (hf, one process): the engine samples from the trainer's own model object,
   always on-policy, nothing to send.
@@ -11,15 +13,22 @@ policy's weights) and ``after_step(step)`` (called on every rank after the updat
   the gathered weights before each rollout.
 - ``VLLMAdapter`` (vllm, LoRA): a separate engine on the base model; each step's adapter is
   written to RUN/adapters/step_NNNN and the engine is pointed at it (a new LoRA id makes vLLM
-  load it on the next request); the base model stays loaded, no restart. Full fine-tuning would
-  need the whole weights pushed into vLLM's workers each step; that is not done here, and asking
-  for it is a usage error (``LoopConfig.validate``) rather than silently stale rollouts.
+  load it on the next request); the base model stays loaded, no restart.
+- ``VLLMFull`` (vllm, full fine-tuning): the engine runs inside this process (rank 0's) and
+  before each rollout the policy's weights are streamed into it, one tensor at a time
+  (``policy_weights``: under torchrun each tensor is gathered whole by a collective every rank
+  joins, and only rank 0 keeps it, until vLLM has copied it). No restart, no files, and never
+  the whole model twice in host memory. On a GPU the engine sleeps while the trainer steps.
+  Tensor-parallel engines (worker processes) would need the weights sent over a channel of
+  their own; that is refused by ``LoopConfig.validate`` rather than left stale.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +43,8 @@ class Sampler(Protocol):
 
     def sync(self) -> None: ...
 
+    def before_update(self) -> None: ...
+
     def after_step(self, step: int) -> None: ...
 
 
@@ -41,7 +52,9 @@ def make_sampler(cfg, start: str, trainer, adapters: Path) -> Sampler:
     """The sampler for this launch: ``cfg`` is the LoopConfig, ``start`` the folder the policy was
     loaded from, ``adapters`` where a vLLM engine's adapters go."""
     if cfg.engine == "vllm":
-        return VLLMAdapter(cfg, start, trainer, adapters)
+        if cfg.train.lora_rank > 0:
+            return VLLMAdapter(cfg, start, trainer, adapters)
+        return VLLMFull(cfg, start, trainer)
     if world_size() > 1:
         return SyncedCopy(start, trainer)
     return LivePolicy(trainer)
@@ -54,6 +67,9 @@ class LivePolicy:
         self.engine = HFEngine(trainer.model, trainer.tokenizer)
 
     def sync(self) -> None:
+        pass
+
+    def before_update(self) -> None:
         pass
 
     def after_step(self, step: int) -> None:
@@ -77,6 +93,9 @@ class SyncedCopy:
         if self.copy is not None:
             self.copy.load_state_dict(full, strict=False)  # a tied lm_head comes under both names
 
+    def before_update(self) -> None:
+        pass
+
     def after_step(self, step: int) -> None:
         pass
 
@@ -84,17 +103,73 @@ class SyncedCopy:
 class VLLMAdapter:
     def __init__(self, cfg, start: str, trainer, adapters: Path):
         self.trainer, self.folder = trainer, Path(adapters)
-        self.engine = vllm_engine(start, cfg.train, cfg.tensor_parallel_size) if is_main() else None
+        self.engine = None
+        if is_main():
+            self.engine = vllm_engine(start, cfg.train, cfg.tensor_parallel_size, sleep=cfg.vllm_sleep)
 
     def sync(self) -> None:
         pass  # the adapter folder is handed over in after_step
+
+    def before_update(self) -> None:
+        if self.engine is not None:
+            self.engine.sleep(level=1)  # the base weights stay (offloaded to host memory)
 
     def after_step(self, step: int) -> None:
         publish_adapter(self.trainer, self.engine, self.folder, step)
 
 
-def vllm_engine(start: str, train_cfg, tensor_parallel_size: int = 1, gpu_memory: float = VLLM_GPU_MEMORY):
-    """A vLLM engine on the base model with LoRA enabled, on the adapter of ``start`` if it is one."""
+class VLLMFull:
+    def __init__(self, cfg, start: str, trainer):
+        self.trainer = trainer
+        self.engine = None
+        if is_main():
+            self.engine = vllm_engine(start, cfg.train, in_process=True, sleep=cfg.vllm_sleep)
+        self.seconds = 0.0  # the last sync's wall time
+        self.tensors = 0  # and how many tensors it handed over
+
+    def sync(self) -> None:
+        """Stream the policy's weights into the engine (every rank: the gathers are collectives)."""
+        t0 = time.perf_counter()
+        weights = policy_weights(self.trainer)
+        if self.engine is not None:
+            self.tensors = self.engine.load_weights(weights)
+        else:
+            self.tensors = sum(1 for _ in weights)  # join each gather; rank 0's engine keeps the tensor
+        self.seconds = time.perf_counter() - t0
+
+    def before_update(self) -> None:
+        if self.engine is not None:
+            self.engine.sleep(level=2)  # weights and KV cache freed: the next sync rewrites every weight
+
+    def after_step(self, step: int) -> None:
+        pass
+
+
+def policy_weights(trainer) -> Iterator[tuple[str, Any]]:
+    """The policy's weights as ``(name, tensor)`` pairs named as in its checkpoint, one at a time
+    (a tied output layer comes once, as the embeddings). Under torchrun each sharded tensor is
+    gathered whole when it is reached: every rank must run through the whole iterator, in the
+    same order, and each gathered tensor is dropped when the consumer asks for the next."""
+    import torch
+    from torch.distributed.tensor import DTensor
+
+    with torch.no_grad():
+        for name, p in trainer.model.named_parameters():
+            yield name, (p.full_tensor() if isinstance(p, DTensor) else p.detach())
+
+
+def vllm_engine(
+    start: str,
+    train_cfg,
+    tensor_parallel_size: int = 1,
+    gpu_memory: float = VLLM_GPU_MEMORY,
+    *,
+    in_process: bool = False,
+    sleep: bool = False,
+):
+    """A vLLM engine on ``start``: for LoRA (``train_cfg.lora_rank`` > 0) the base model with LoRA
+    enabled, on the adapter of ``start`` if it is one; for full fine-tuning ``in_process`` (its
+    weights are then replaced by ``load_weights``). ``sleep``: vLLM's sleep mode, on a GPU only."""
     from mcoder.rollout.engines.factory import make_engine
 
     adapter_cfg = Path(start) / "adapter_config.json"
@@ -112,6 +187,10 @@ def vllm_engine(start: str, train_cfg, tensor_parallel_size: int = 1, gpu_memory
         kwargs["gpu_memory_utilization"] = gpu_memory
     if tensor_parallel_size > 1:
         kwargs["tensor_parallel_size"] = tensor_parallel_size
+    if in_process:
+        kwargs["in_process"] = True
+    if sleep and _has_cuda():
+        kwargs["sleep_mode"] = True
     return make_engine("vllm", base, adapter, **kwargs)
 
 

@@ -10,9 +10,10 @@ Scripts that build this engine need ``if __name__ == "__main__":``: vLLM starts 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,19 @@ class VLLMEngine:
         top_p: float = 1.0,
         seed: int = 0,
         max_lora_rank: int | None = None,
+        in_process: bool = False,
+        sleep_mode: bool = False,
         **llm_kwargs: Any,
     ):
         import vllm
 
         self.top_k = top_k
         self.top_p = top_p
+        self.in_process = in_process
+        self.sleep_mode = sleep_mode and _has_cuda()  # vLLM's sleep mode needs a GPU allocator
+        self._asleep: set[str] = set()  # what sleep() freed and wake_up() has not brought back
+        if self.sleep_mode:
+            llm_kwargs["enable_sleep_mode"] = True
         lora_rank = max_lora_rank or (_adapter_rank(adapter) if adapter is not None else None)
         if lora_rank is not None:
             llm_kwargs.update(enable_lora=True, max_lora_rank=_supported_rank(lora_rank), max_loras=1)
@@ -50,9 +58,10 @@ class VLLMEngine:
             # On the CPU build this fraction of the node's memory is reserved for the KV cache;
             # vLLM's 0.92 fails on any machine where something else runs too.
             llm_kwargs.setdefault("gpu_memory_utilization", CPU_MEMORY_FRACTION)
-        self.llm = vllm.LLM(
-            model=str(model_path), logprobs_mode="processed_logprobs", seed=seed, **llm_kwargs
-        )
+        with _multiprocessing(not in_process):
+            self.llm = vllm.LLM(
+                model=str(model_path), logprobs_mode="processed_logprobs", seed=seed, **llm_kwargs
+            )
         self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
         self.eos_ids = eos_ids(self.tokenizer, model_path)
         self._lora = None
@@ -70,6 +79,39 @@ class VLLMEngine:
         self._lora_serial += 1
         self._lora = LoRARequest(f"adapter-{self._lora_serial}", self._lora_serial, str(adapter))
 
+    def load_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> int:
+        """Replace the model's weights in place with ``(name, tensor)`` pairs named as in a
+        transformers checkpoint; returns how many were handed over. The iterator is consumed one
+        tensor at a time (vLLM copies each into its parameter before asking for the next), so a
+        generator that gathers or converts lazily never holds the model twice. Cached prefixes
+        were computed with the old weights: they are dropped."""
+        if not self.in_process:
+            raise RuntimeError("load_weights needs an engine built with in_process=True")
+        self.wake_up("weights")
+        counted = _Counted(named_tensors)
+        self.llm.collective_rpc(
+            "reload_weights", kwargs={"weights_iterator": counted, "is_checkpoint_format": True}
+        )
+        self.llm.collective_rpc(_prepare_tied_layers)
+        self.wake_up()
+        self.llm.reset_prefix_cache()
+        return counted.count
+
+    def sleep(self, level: int = 1) -> None:
+        """With ``sleep_mode`` (GPU): free the KV cache, and the weights too at level 2 (their
+        next ``load_weights`` rewrites them all) while the trainer steps. Otherwise nothing."""
+        if self.sleep_mode and not self._asleep:
+            self.llm.sleep(level=level)
+            self._asleep = {"weights", "kv_cache"}
+
+    def wake_up(self, tag: str | None = None) -> None:
+        """Undo ``sleep``: ``tag="weights"`` brings back the weights alone (before a reload),
+        None whatever still sleeps."""
+        tags = sorted(self._asleep) if tag is None else [t for t in (tag,) if t in self._asleep]
+        if tags:
+            self.llm.wake_up(tags=tags)
+            self._asleep -= set(tags)
+
     def generate(
         self,
         prompt_ids: list[list[int]],
@@ -82,10 +124,17 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
+        self.wake_up()
         params = [
             SamplingParams(
-                n=n, temperature=temperature, max_tokens=max_tokens, seed=s % (2**63), logprobs=0,
-                top_k=self.top_k, top_p=self.top_p, detokenize=False,
+                n=n,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=s % (2**63),
+                logprobs=0,
+                top_k=self.top_k,
+                top_p=self.top_p,
+                detokenize=False,
                 stop_token_ids=sorted(self.eos_ids),  # stop where the hf engine stops (mcoder.models.eos_ids)
             )
             for s in prompt_seeds(seed, len(prompt_ids))
@@ -100,6 +149,68 @@ class VLLMEngine:
         # Judge the finish by the tokens, as the hf engine does: EOS last means it stopped.
         reason = "stop" if ids and ids[-1] in self.eos_ids else "length"
         return Sample(ids, logprobs, reason, decode(self.tokenizer, ids))
+
+
+def _prepare_tied_layers(worker) -> int:
+    """Redo the kernel preparation of each layer that shares its weight with an earlier one (a
+    tied output layer). vLLM's reload prepares the layers it was given weights for; the tied
+    output layer is given none (its weight is the embeddings'), so a copy it made of that weight
+    for its kernel stays old: the CPU build packs it for its matrix product, and sampling then
+    runs on the old output layer. Runs on the worker; returns how many layers it redid."""
+    import torch
+
+    first: dict[int, str] = {}
+    redone = 0
+    for name, module in worker.model_runner.get_model().named_modules():
+        weight, method = getattr(module, "weight", None), getattr(module, "quant_method", None)
+        if not isinstance(weight, torch.Tensor) or method is None or weight.numel() == 0:
+            continue
+        if weight.data_ptr() in first:
+            method.process_weights_after_loading(module)
+            redone += 1
+        else:
+            first[weight.data_ptr()] = name
+    return redone
+
+
+class _Counted:
+    """An iterator that counts what passes through it."""
+
+    def __init__(self, items: Iterable[tuple[str, Any]]):
+        self._it: Iterator[tuple[str, Any]] = iter(items)
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[str, Any]:
+        item = next(self._it)
+        self.count += 1
+        return item
+
+
+@contextlib.contextmanager
+def _multiprocessing(enabled: bool):
+    """Build the engine with vLLM's engine core in a process of its own (``enabled``: vLLM's
+    default, or what the environment says) or in this one, where its worker's model can be reached. vLLM caches its settings
+    once an engine has started; the cache is dropped so that this choice is the one read."""
+    from vllm import envs
+
+    name = "VLLM_ENABLE_V1_MULTIPROCESSING"
+    before = os.environ.get(name)
+    if not enabled:
+        os.environ[name] = "0"
+    if hasattr(envs, "disable_envs_cache"):
+        envs.disable_envs_cache()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+        if hasattr(envs, "disable_envs_cache"):
+            envs.disable_envs_cache()
 
 
 def _has_cuda() -> bool:
