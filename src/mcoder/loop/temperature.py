@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from mcoder.console import info
+from mcoder.console import info, warn
 from mcoder.records import Problem
 from mcoder.rollout.sampling import SamplingConfig
 
@@ -37,7 +37,9 @@ class DiversityStages:
 
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
-    that moment and the smallest T whose diversity reaches the target holds until the next stage.
+    that moment and T is chosen from that D(T) table (``choose_temperature``: by default the smallest
+    T whose diversity has risen halfway up the model's own curve) and holds until the next stage.
+    A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
     Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
     ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at
     or before its first step (their policy was checkpointed) and measures the later ones again.
@@ -49,7 +51,7 @@ class DiversityStages:
         self.sampling, self.seed, self.record = sampling, seed, record
         self.engine, self.tokenizer = engine, tokenizer
         self.every = sampling.temperature_stage_steps
-        self.target = sampling.diversity_target
+        self.target, self.rise = sampling.diversity_target, sampling.diversity_rise
         self.probe = random.Random(seed).sample(problems, min(sampling.probe_problems, len(problems)))
         self.stages: list[dict] = []
         if record.exists():
@@ -74,27 +76,42 @@ class DiversityStages:
         ]
 
     def _measure(self, step: int) -> None:
-        from mcoder.rollout.temperature import select_temperature
+        from mcoder.rollout.temperature import choose_temperature, diversity_table
 
         s = self.sampling
-        chosen, table = select_temperature(
+        table = diversity_table(
             self.engine,
             self.tokenizer,
             self.probe,
             candidates=s.temperature_candidates,
-            target=self.target,
             n=max(s.n, 2),
             max_tokens=s.max_tokens,
             seed=self.seed + step,
             measure=s.diversity_measure,
         )
+        choice = choose_temperature(table, target=self.target, rise=self.rise)
+        chosen = choice.temperature
         self.stages = [x for x in self.stages if x["from_step"] < step]
-        self.stages.append({"from_step": step, "temperature": chosen, "table": table})
-        latest = {"temperature": chosen, "target": self.target, "table": table}
+        self.stages.append({"from_step": step, "temperature": chosen, "table": table, **choice.to_json()})
+        latest = {
+            "temperature": chosen,
+            "target": self.target,
+            "rise": self.rise,
+            "measure": s.diversity_measure,
+            "table": table,
+            **choice.to_json(),
+        }
         tmp = self.record.with_name(self.record.name + ".part")
         tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
         tmp.replace(self.record)
+        rule = (
+            f"target {self.target}"
+            if self.target is not None
+            else f"rise {self.rise:g} -> D >= {choice.threshold:.3f}"
+        )
         info(
-            f"step {step}: temperature {chosen} chosen by diversity (target {self.target}): "
+            f"step {step}: temperature {chosen} chosen by diversity ({rule}): "
             + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
         )
+        if choice.at_edge:
+            warn(f"step {step}: temperature {chosen} is at the edge of the candidates: {choice.note}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from mcoder.config import check_choices
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, TemperatureSpec
+from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_RISE, TemperatureSpec
 
 
 @dataclass
@@ -25,8 +25,10 @@ class SamplingConfig:
     """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
 
     # --- temperature selection
-    diversity_target: float = DEFAULT_TARGET
-    """With temperature auto: the smallest mean group diversity the chosen T must reach."""
+    diversity_rise: float = DEFAULT_RISE
+    """With temperature auto: the smallest T whose diversity has risen this fraction of the way from D(coolest) to the highest D measured (the model's own curve)."""
+    diversity_target: float | None = None
+    """With temperature auto: an absolute diversity the chosen T must reach instead (e.g. 0.5, the rule before issue 17); unset: the relative rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
     """With temperature auto: the temperatures probed, lowest first."""
     probe_problems: int = 8
@@ -46,6 +48,10 @@ class SamplingConfig:
             raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
         if spec.auto and self.n < 2:
             raise UsageError("--temperature auto measures diversity within groups", hint="pass --n 2 or more")
+        if not 0 < self.diversity_rise <= 1:
+            raise UsageError(
+                f"bad --diversity-rise {self.diversity_rise}", hint="a fraction in (0, 1], e.g. 0.5"
+            )
         if self.temperature_stage_steps < 0:
             raise UsageError(
                 f"bad --temperature-stage-steps {self.temperature_stage_steps}",

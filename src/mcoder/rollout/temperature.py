@@ -1,21 +1,29 @@
 """Diversity-determined temperature (MicroCoder's second idea) and staged temperature schedules.
 
-``select_temperature`` samples a probe set of problems at each candidate temperature, measures
-the mean group diversity D(T), and returns the smallest T whose D reaches the target: the
-coolest temperature that still explores enough. A model that is already diverse keeps a low T; a
-peaky one (e.g. after RL has sharpened it) is given a higher one. Temperature changes only in
-stages (``TemperatureSchedule``), never continuously, so that the sampling distribution the
-trainer's ratios refer to stays fixed within a stage.
+``select_temperature`` samples a probe set of problems at each candidate temperature and measures
+the mean group diversity D(T) (the table), then ``choose_temperature`` picks from that table. The
+paper asks for a T that avoids both "excessively low temperatures, causing continuous diversity
+decline" and "excessively high ones, leading to drastic fluctuations"; it gives no number. The
+default rule reads the model's own curve: the smallest T whose D has risen a fraction ``rise``
+(default one half) of the way from D at the coolest candidate to the highest D measured. A model
+that is already diverse at low T has a flat curve and keeps a low T; a peaky one (e.g. after RL has
+sharpened it) rises later and is given a higher one; and the rule does not depend on how many
+tokens of boilerplate a family's answers share (which moves every D up or down but not the shape).
+An absolute ``target`` (the smallest T whose D reaches it) stays available. A choice at either end
+of the grid is reported (``at_edge``) and warned about: the right T may lie outside it.
+Temperature changes only in stages (``TemperatureSchedule``), never continuously, so that the
+sampling distribution the trainer's ratios refer to stays fixed within a stage.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import fmean
 from typing import Any
 
+from mcoder.console import warn
 from mcoder.errors import UsageError
 from mcoder.records import Problem
 from mcoder.rollout.diversity import MEASURES, group_texts
@@ -29,8 +37,61 @@ DEFAULT_CANDIDATES: tuple[float, ...] = tuple(round(0.6 + 0.2 * i, 2) for i in r
 # midpoint of those medians is 0.49, so a chosen temperature must make a group at least halfway
 # from "one program, renamed" to "eight different programs". The LeetCode numbers also show the
 # measure's weak side: renaming alone buys much lexical diversity (--diversity-measure program
-# counts distinct normalised programs instead). Override with --diversity-target.
+# counts distinct normalised programs instead). It is the target of the absolute rule, which
+# `mcoder rollout --temperature auto` uses; the loop's default is the relative rule (DEFAULT_RISE).
+# On a model whose short answers share their boilerplate it is out of reach at every T (the
+# warm-started model of examples/learn stayed under it up to T = 1.8, issue 17).
 DEFAULT_TARGET = 0.5
+
+# The relative rule's fraction: the chosen T is where D(T) has covered this share of its rise over
+# the grid, halfway between the coolest candidate's diversity and the highest measured.
+DEFAULT_RISE = 0.5
+
+# A curve whose D rises less than this over the whole grid is flat: no T buys diversity.
+FLAT_RISE = 0.01
+
+
+@dataclass(frozen=True)
+class TemperatureChoice:
+    """A choice from a D(T) table and why: the rule, the diversity the chosen T had to reach, and
+    whether the choice is the coolest or hottest candidate (then ``note`` says what that means)."""
+
+    temperature: float
+    rule: str  # "rise" (relative to the curve) or "target" (absolute)
+    threshold: float  # the D the chosen T reaches (the smallest T that does)
+    at_edge: bool
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def choose_temperature(
+    table: Sequence[tuple[float, float]], *, target: float | None = None, rise: float = DEFAULT_RISE
+) -> TemperatureChoice:
+    """Pick from [(T, D(T))], sorted by T. With ``target`` None, the relative rule: the smallest T
+    with D(T) >= D(T_min) + rise x (max D - D(T_min)); else the smallest T with D(T) >= target."""
+    if not table:
+        raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
+    temps = [t for t, _ in table]
+    if target is None:
+        d0, top = table[0][1], max(d for _, d in table)
+        threshold, rule = d0 + rise * (top - d0), "rise"
+        if top - d0 < FLAT_RISE:
+            note = f"D(T) is flat over the grid (it rises {top - d0:.3f}): the coolest candidate is kept"
+            return TemperatureChoice(temps[0], rule, d0, True, note)
+    else:
+        threshold, rule = target, "target"
+    chosen = next((t for t, d in table if d >= threshold), None)
+    if chosen is None:
+        note = f"no candidate reaches diversity {threshold:.3f}: the hottest is used; try higher candidates"
+        return TemperatureChoice(temps[-1], rule, threshold, True, note)
+    note = ""
+    if len(temps) > 1 and chosen == temps[0]:
+        note = "the coolest candidate already reaches it: a cooler T may do too; try lower candidates"
+    elif len(temps) > 1 and chosen == temps[-1]:
+        note = "only the hottest candidate reaches it: try higher candidates"
+    return TemperatureChoice(chosen, rule, threshold, bool(note), note)
 
 
 def measure_diversity(rollouts: Sequence[Any], measure: str = "lexical") -> float:
@@ -40,24 +101,18 @@ def measure_diversity(rollouts: Sequence[Any], measure: str = "lexical") -> floa
     return fmean(fn(g) for g in groups) if groups else 0.0
 
 
-def select_temperature(
+def diversity_table(
     engine: Any,
     tokenizer: Any,
     problems: Sequence[Problem],
     *,
     candidates: Sequence[float] = DEFAULT_CANDIDATES,
-    target: float = DEFAULT_TARGET,
     n: int = 8,
     max_tokens: int = 512,
     seed: int = 0,
     measure: str = "lexical",
-) -> tuple[float, list[tuple[float, float]]]:
-    """(chosen temperature, [(T, D(T)) for each candidate]).
-
-    Chooses the smallest candidate whose D reaches ``target``; when none does, the largest
-    candidate (the most diverse available) — the table shows by how much it falls short.
-    Every candidate is measured, so the whole table can be printed and recorded.
-    """
+) -> list[tuple[float, float]]:
+    """[(T, D(T))] for every candidate, coolest first: the probe problems sampled n times at each."""
     from mcoder.rollout.sample import make_rollouts
 
     if measure not in MEASURES:
@@ -79,8 +134,40 @@ def select_temperature(
             model_name="probe",
         )
         rows.append((t, measure_diversity(rollouts, measure)))
-    chosen = next((t for t, d in rows if d >= target), rows[-1][0])
-    return chosen, rows
+    return rows
+
+
+def select_temperature(
+    engine: Any,
+    tokenizer: Any,
+    problems: Sequence[Problem],
+    *,
+    candidates: Sequence[float] = DEFAULT_CANDIDATES,
+    target: float | None = None,
+    rise: float = DEFAULT_RISE,
+    n: int = 8,
+    max_tokens: int = 512,
+    seed: int = 0,
+    measure: str = "lexical",
+) -> tuple[float, list[tuple[float, float]]]:
+    """(chosen temperature, [(T, D(T)) for each candidate]): ``diversity_table`` then
+    ``choose_temperature`` (relative rule unless ``target`` is given). A choice at an end of the
+    grid is warned about. Every candidate is measured, so the whole table can be printed and recorded.
+    """
+    table = diversity_table(
+        engine,
+        tokenizer,
+        problems,
+        candidates=candidates,
+        n=n,
+        max_tokens=max_tokens,
+        seed=seed,
+        measure=measure,
+    )
+    choice = choose_temperature(table, target=target, rise=rise)
+    if choice.at_edge:
+        warn(f"temperature {choice.temperature:g} is at the edge of the candidates: {choice.note}")
+    return choice.temperature, table
 
 
 def parse_candidates(text: str) -> tuple[float, ...]:
@@ -88,7 +175,7 @@ def parse_candidates(text: str) -> tuple[float, ...]:
     try:
         if ":" in text:
             start, stop, step = (float(x) for x in text.split(":"))
-            count = int(round((stop - start) / step)) + 1
+            count = round((stop - start) / step) + 1
             values = tuple(round(start + step * i, 4) for i in range(count))
         else:
             values = tuple(float(x) for x in text.split(",") if x.strip())

@@ -1,0 +1,93 @@
+"""The diversity-determined temperature's rule on scripted D(T) tables, and D(T) measured on the
+tiny model: it rises with T, and the rule picks inside the grid where the curve rises."""
+
+from __future__ import annotations
+
+import pytest
+from tests.rollout_models import one_torch_thread, peaky, problems
+
+from mcoder.errors import UsageError
+from mcoder.models import load_model, load_tokenizer
+from mcoder.rollout.engines import HFEngine
+from mcoder.rollout.sampling import SamplingConfig
+from mcoder.rollout.temperature import DEFAULT_CANDIDATES, choose_temperature, diversity_table
+
+_one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
+
+TS = (0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8)
+
+
+def table(*ds: float) -> list[tuple[float, float]]:
+    return list(zip(TS, ds, strict=True))
+
+
+# The warm-started model of issue 17: short answers that share their boilerplate never reach the
+# absolute target 0.5, so the old rule took the hottest candidate.
+LOW_CURVE = table(0.10, 0.14, 0.19, 0.26, 0.31, 0.36, 0.40)
+
+
+def test_relative_rule_picks_where_the_curve_has_risen_halfway():
+    c = choose_temperature(LOW_CURVE)  # D(0.6) 0.10, top 0.40: threshold 0.25
+    assert (c.temperature, c.rule, c.at_edge) == (1.2, "rise", False)
+    assert c.threshold == pytest.approx(0.25)
+    assert choose_temperature(LOW_CURVE, rise=0.1).temperature == 0.8  # threshold 0.13
+    assert choose_temperature(LOW_CURVE, rise=1.0).temperature == 1.8  # the top itself ...
+    assert choose_temperature(LOW_CURVE, rise=1.0).at_edge  # ... said to be at the edge
+
+
+def test_relative_rule_ignores_a_shift_of_the_whole_curve():
+    shifted = [(t, d + 0.5) for t, d in LOW_CURVE]
+    assert choose_temperature(shifted).temperature == choose_temperature(LOW_CURVE).temperature
+
+
+def test_relative_rule_follows_a_curve_that_rises_late():
+    peaky_curve = table(0.0, 0.0, 0.0, 0.1, 0.6, 0.9, 0.95)  # a sharpened model: T must rise
+    assert choose_temperature(peaky_curve).temperature == 1.4
+
+
+def test_a_flat_curve_keeps_the_coolest_and_says_so():
+    c = choose_temperature(table(0.96, 0.957, 0.959, 0.959, 0.958, 0.96, 0.958))
+    assert c.temperature == 0.6 and c.at_edge and "flat" in c.note
+
+
+def test_absolute_target_stays_available_and_reports_its_edges():
+    c = choose_temperature(LOW_CURVE, target=0.5)
+    assert (c.temperature, c.rule, c.at_edge) == (1.8, "target", True)
+    assert "no candidate reaches" in c.note
+    c = choose_temperature(LOW_CURVE, target=0.05)
+    assert c.temperature == 0.6 and c.at_edge and "lower candidates" in c.note
+    c = choose_temperature(LOW_CURVE, target=0.3)
+    assert (c.temperature, c.at_edge, c.note) == (1.4, False, "")
+
+
+def test_only_the_hottest_reaching_the_threshold_is_an_edge():
+    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5))
+    assert c.temperature == 1.8 and c.at_edge and "higher candidates" in c.note
+
+
+def test_rule_settings_are_checked():
+    with pytest.raises(UsageError, match="diversity-rise"):
+        SamplingConfig(temperature="auto", diversity_rise=0.0).validate()
+    assert SamplingConfig().diversity_target is None  # the relative rule by default
+    with pytest.raises(UsageError):
+        choose_temperature([])
+
+
+def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
+    """The random tiny model is near-uniform (D saturates at every T); made peaky (logits x 8, as a
+    model sharpened by training), its D(T) rises from 0 to near 1 across the default grid, and the
+    relative rule picks a T inside it."""
+    tok = load_tokenizer(tiny_model)
+    kw = {"n": 4, "max_tokens": 12, "seed": 0}
+    flat = diversity_table(
+        HFEngine(load_model(tiny_model), tok), tok, problems(3), candidates=(0.6, 1.8), **kw
+    )
+    rising = diversity_table(HFEngine(peaky(load_model(tiny_model), 8.0), tok), tok, problems(3), **kw)
+    assert [t for t, _ in rising] == list(DEFAULT_CANDIDATES)
+    d = [x for _, x in rising]
+    assert d[0] < 0.2 and d[-1] > 0.8  # it rises ...
+    assert all(b >= a - 0.1 for i, a in enumerate(d) for b in d[i + 1 :])  # ... and never falls far
+    assert min(x for _, x in flat) > 0.8  # the random model: already diverse at 0.6
+    c = choose_temperature(rising)
+    assert not c.at_edge and 0.6 < c.temperature < 1.8
+    assert choose_temperature(flat).temperature == 0.6
