@@ -501,3 +501,17 @@ def test_the_whole_standard_library_stays_importable(judge):
     )
     v = run(judge, code)
     assert v.status == "accepted", v.first_failure
+
+
+def test_a_check_stalled_by_a_return_value_is_a_time_limit_and_the_next_check_runs(judge):
+    p = Problem(
+        id="stall",
+        source="t",
+        question="",
+        fn_name="f",
+        tests=[Test("def check(candidate):\n    n = candidate()\n    while n != 1:\n        n += 1\n", "", "functional")],
+    )
+    v = run(judge, "def f():\n    return 2", p)
+    assert v.status == "time_limit", v.first_failure
+    assert run(judge, "def f():\n    return 1", p).status == "accepted"
+    assert run(judge, "def add(a, b):\n    return 4242421", ADD).status == "accepted"

@@ -21,6 +21,7 @@ from mcoder.judge import harness, plain
 
 REPORT_FD, JOB_FD, FDS_FD = 3, 4, 5  # reports out; the job in; the candidate's pipes come on the socket
 CALL = {"out": -1, "in": -1}
+MAX_REPLY = 64 << 20  # a reply longer than this is not read (the candidate's output cap is lower)
 
 
 class CandidateError(Exception):
@@ -87,25 +88,31 @@ def _namespace(fn_name: str | None, limit: int) -> dict:
     return ns
 
 
-def wait_for_job() -> None:
-    """In a check child forked ahead of its job (already in the sandbox): read the job from the
-    worker, take the candidate's pipes, and run the checks."""
+def serve_jobs() -> None:
+    """The check child's loop (already in the sandbox): read a job from the worker, take the
+    candidate's pipes, run the checks, say "end", and wait for the next job."""
     import pickle
     import socket
 
-    frame = harness.read_frame(JOB_FD, 1 << 31)
-    if frame is None:
-        os._exit(0)
-    tests, fn_name, early_exit, limits = pickle.loads(frame)  # from the worker, not the candidate
-    with socket.socket(fileno=FDS_FD) as sock:
+    sock = socket.socket(fileno=FDS_FD)
+    while True:
+        frame = harness.read_frame(JOB_FD, 1 << 31)
+        if frame is None:
+            os._exit(0)
+        tests, fn_name, early_exit = pickle.loads(frame)  # from the worker, not the candidate
         _, fds, _, _ = socket.recv_fds(sock, 1, 2)
-    CALL["out"], CALL["in"] = fds
-    run_checks(tests, fn_name, early_exit, limits)
+        CALL["out"], CALL["in"] = fds
+        try:
+            run_checks(tests, fn_name, early_exit)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        _report({"end": True})
 
 
-def run_checks(tests: list, fn_name: str | None, early_exit: bool, limits: dict) -> None:
+def run_checks(tests: list, fn_name: str | None, early_exit: bool) -> None:
     """Run each (source, calls_check) check; report ``{"status": ...}`` per test on fd 3."""
-    limit = limits["max_output_bytes"] + 1024
+    limit = MAX_REPLY
     for source, calls_check in tests:
         ns = _namespace(fn_name, limit)
         try:
@@ -125,13 +132,16 @@ def run_checks(tests: list, fn_name: str | None, early_exit: bool, limits: dict)
             rep = {"status": "wrong_answer", "detail": "AssertionError", "stderr": _tail(e)}
         except BaseException as e:  # the check itself broke on what came back
             rep = {"status": "wrong_answer", "detail": type(e).__name__, "stderr": _tail(e)}
-        line = (json.dumps(rep) + "\n").encode()
-        view = memoryview(line)
-        while view:
-            view = view[os.write(REPORT_FD, view) :]
+        _report(rep)
         if early_exit and rep["status"] != "ok":
             break
-    os._exit(0)
+
+
+def _report(rep: dict) -> None:
+    line = (json.dumps(rep) + "\n").encode()
+    view = memoryview(line)
+    while view:
+        view = view[os.write(REPORT_FD, view) :]
 
 
 def _tail(e: BaseException) -> str:

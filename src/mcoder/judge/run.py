@@ -350,6 +350,7 @@ def _functional_run(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,
          "early_exit": cfg.early_exit, "fds": True}
     )
+    ended_sent = False
     try:
         reports = []
         while True:
@@ -357,8 +358,13 @@ def _functional_run(
             if kind == "done":
                 break
             reports.append(rep)
+            last = len(reports) == len(indexes) or (cfg.early_exit and rep.get("status") != "ok")
+            if last and not ended_sent:  # the candidate's part is over: end it while the checks worker tidies up
+                worker.send("end")
+                ended_sent = True
     finally:
-        worker.send("end")
+        if not ended_sent:
+            worker.send("end")
         kind, ended = worker.recv()
         while kind != "done":
             kind, _ = worker.recv()
@@ -367,9 +373,14 @@ def _functional_run(
         res = {"status": "ok"} if status == "ok" else {"status": status, "detail": rep.get("detail")}
         res["stderr"] = ended.get("stderr", "") + (rep.get("stderr") or "")
         if status in ("gone", "check_failed"):
-            # the candidate ended before the check did: why is the worker's to say
+            # the candidate ended before the check did (why is the worker's to say), or the check
+            # never finished on what the candidate returned (it overran its own time limit)
             if ended["status"] != "ok":
                 res = {**ended}
+            elif status == "check_failed" and rep.get("detail") == "time limit":
+                res = {**ended, "status": "time_limit", "detail": "the check ran out of time on its return values"}
+            elif status == "check_failed":
+                res = {**ended, "status": "runtime_error", "detail": f"the check ended: {rep.get('detail')}"}
             else:
                 res = {**ended, "status": "runtime_error", "detail": "the program exited during the check"}
         if res["status"] != "ok":

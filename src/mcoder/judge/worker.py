@@ -263,8 +263,11 @@ class Child:
             del self.err[: max(0, len(self.err) - STDERR_TAIL)]
 
     def _exited(self) -> None:
-        _, status, rusage = os.wait4(self.pid, 0)
-        self.status, self.maxrss_kb = status, rusage.ru_maxrss
+        try:
+            _, status, rusage = os.wait4(self.pid, 0)
+            self.status, self.maxrss_kb = status, rusage.ru_maxrss
+        except ChildProcessError:  # reaped elsewhere: it ended, how is unknown
+            self.status = signal.SIGKILL  # read as "killed"
         os.close(self.pidfd)
         self.pidfd = -1
         self._drain_after_exit()
@@ -308,7 +311,10 @@ def _oom_kills() -> int:
 
 
 def finish_uid() -> None:
-    """After a test: no process the candidate started may survive it."""
+    """After a test: no process the candidate started may survive it. (In the checks worker the
+    only child is the check child, which lives on between jobs: nothing to kill there.)"""
+    if SETUP.get("role") == "checks":
+        return
     if not sandbox.has_children():
         return
     if SETUP.get("uid") is not None:
@@ -338,7 +344,8 @@ def fork_child(
         fds3.insert(0, res_w)
     spec = {
         **job["limits"],
-        "cpu_s": max(1, math.ceil(cpu_s) + 1),  # each process's hard stop; the Clock is the limit
+        # each process's hard stop (the Clock is the limit); none for the long-lived check child
+        "cpu_s": max(1, math.ceil(cpu_s) + 1) if cpu_s >= 0 else resource.RLIM_INFINITY,
         "dir": job["dir"],
         "uid": SETUP.get("uid"),
         "rootless": SETUP["sandbox"] and SETUP["mode"] == "rootless",
@@ -572,53 +579,54 @@ def run_serve_job(proto: Protocol, job: dict, fds: list[int]) -> None:
     proto.send(("ended", res))
 
 
-_SPARE: dict = {}  # a check child forked ahead of its job: {"child", "job_w", "sock"}
-_CHECK_CPU_CAP = 64  # a check child's RLIMIT_CPU, in time limits (the Clock is the real limit)
+_CHECKER: dict = {}  # the check child: {"child", "job_w", "sock", "limits", "jobs"}
+CHECKER_JOBS = 500  # a check child serves this many jobs, then a fresh one takes over
 
 
 def _fork_check_child(limits: dict) -> dict:
-    """Fork a check child now, before its job: it enters the sandbox and waits for the job on a
-    pipe and for the candidate's pipes on a socket, so that forking is off the judge's path."""
+    """Fork the check child: it enters the sandbox, then serves jobs one after another (each
+    job on a pipe, the candidate's pipes on a socket), so that no functional record waits for a
+    fork. It holds only trusted code and plain data; a check that overruns its limit, crashes,
+    or leaves the child in an unknown state ends it, and a fresh one is forked for the next job."""
     from mcoder.judge import checker
 
     job_r, job_w = os.pipe()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    cap = limits["timeout_s"] * _CHECK_CPU_CAP
     fake = {"limits": limits, "dir": SETUP["base"]}
-    child = fork_child(fake, cap, b"", checker.wait_for_job, [job_r, theirs.fileno()])
+    child = fork_child(fake, -1, b"", checker.serve_jobs, [job_r, theirs.fileno()])
     theirs.detach()  # fork_child closed it
-    return {"child": child, "job_w": job_w, "sock": ours, "limits": limits}
+    return {"child": child, "job_w": job_w, "sock": ours, "limits": limits, "jobs": 0}
 
 
 def prefork_check_child() -> None:
-    if SETUP.get("role") == "checks" and not _SPARE and SETUP.get("limits") is not None:
-        _SPARE.update(_fork_check_child(SETUP["limits"]))
+    if SETUP.get("role") == "checks" and not _CHECKER and SETUP.get("limits") is not None:
+        _CHECKER.update(_fork_check_child(SETUP["limits"]))
 
 
 def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
-    """The trusted side of functional tests, in the checks worker: a child compiles and runs each
-    check, calling the candidate through the pipes; one report per test."""
+    """The trusted side of functional tests, in the checks worker: the check child compiles and
+    runs each check, calling the candidate through the pipes; one report per test, then an end
+    line when it is ready for the next job."""
     SETUP["limits"] = job["limits"]
-    spare = dict(_SPARE) if _SPARE and _SPARE["limits"] == job["limits"] else None
-    if spare is None:
-        _discard_spare()
-        spare = _fork_check_child(job["limits"])
-    _SPARE.clear()
-    child = spare["child"]
+    if _CHECKER and _CHECKER["limits"] != job["limits"]:
+        _end_checker()
+    prefork_check_child()
+    chk = _CHECKER
+    child = chk["child"]
+    child.out.clear(), child.err.clear(), child.res.clear()
+    child.oom0 = _oom_kills()
     try:
-        socket.send_fds(spare["sock"], [b"f"], fds)
-        harness.write_frame(
-            spare["job_w"], pickle.dumps((job["tests"], job["fn_name"], job["early_exit"], job["limits"]))
-        )
+        socket.send_fds(chk["sock"], [b"f"], fds)
+        harness.write_frame(chk["job_w"], pickle.dumps((job["tests"], job["fn_name"], job["early_exit"])))
     except OSError:
         pass  # the child is gone: its exit says why
     finally:
         for fd in fds:
             os.close(fd)
-        os.close(spare["job_w"])
-        spare["sock"].close()
+    chk["jobs"] += 1
     timeout = job["limits"]["timeout_s"] * len(job["tests"])
     clock = Clock(child.pid, timeout + 1)
+    healthy = False
     try:
         for i in range(len(job["tests"])):
             event = child.next_event(clock, frames=False)
@@ -630,18 +638,22 @@ def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
             proto.send(("result", {**rep, "i": i}))
             if job["early_exit"] and rep.get("status") != "ok":
                 break
+        else:
+            pass
+        if child.status is None and child.next_event(clock, frames=False) == "report":
+            healthy = child.pop_report().get("end") is True
     finally:
-        child.kill()
-        child.close()
+        if not healthy or chk["jobs"] >= CHECKER_JOBS:
+            _end_checker()
 
 
-def _discard_spare() -> None:
-    if _SPARE:
-        _SPARE["child"].kill()
-        _SPARE["child"].close()
-        os.close(_SPARE["job_w"])
-        _SPARE["sock"].close()
-        _SPARE.clear()
+def _end_checker() -> None:
+    if _CHECKER:
+        _CHECKER["child"].kill()
+        _CHECKER["child"].close()
+        os.close(_CHECKER["job_w"])
+        _CHECKER["sock"].close()
+        _CHECKER.clear()
 
 
 # ---------------------------------------------------------------- the loop
@@ -673,7 +685,7 @@ def serve(proto: Protocol) -> None:
             finish_uid()
             shutil.rmtree(job["dir"], ignore_errors=True)
         proto.send(("done", None))
-        prefork_check_child()  # while the judge reads "done" and prepares the next job
+        prefork_check_child()  # a fresh check child, if the last one ended, while the judge reads "done"
 
 
 def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
