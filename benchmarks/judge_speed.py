@@ -183,7 +183,15 @@ def run_judge(problems: list[Problem], workers: int) -> tuple[float, int]:
         for p in problems
     ]
     by_id = {p.id: p for p in problems}
-    with Judge(JudgeConfig(workers=workers, timeout_s=20, cache_size=0)) as judge:
+    import importlib.util
+
+    # LeetCode's environment has sortedcontainers; the judge shows the standard library only unless told
+    packages = tuple(n for n in ("sortedcontainers",) if importlib.util.find_spec(n))
+    try:
+        cfg = JudgeConfig(workers=workers, timeout_s=20, cache_size=0, allow_packages=packages)
+    except TypeError:  # an older judge, for a before/after run
+        cfg = JudgeConfig(workers=workers, timeout_s=20, cache_size=0)
+    with Judge(cfg) as judge:
         t0 = time.perf_counter()
         verdicts = judge.judge(by_id, rollouts)
         elapsed = time.perf_counter() - t0
