@@ -843,9 +843,17 @@ def make_tree_cgroups(name: str, memory_mb: int) -> dict[str, str] | None:
 
 
 def remove_tree_cgroups(paths: dict[str, str] | None) -> None:
+    """Remove a slot's cgroups; a process still leaving it (a check child that dies with its
+    worker) makes rmdir fail for a moment, so it is tried for up to half a second."""
     for p in set((paths or {}).values()):
-        with contextlib.suppress(OSError):
-            os.rmdir(p)
+        for _ in range(50):
+            try:
+                os.rmdir(p)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
 
 
 def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
