@@ -5,7 +5,14 @@ No weights can be downloaded where mcoder is tested, so this builds a real (rand
 template, and saves both to a folder that ``AutoModelForCausalLM`` and ``AutoTokenizer`` load
 with no network. head_dim is 64 because vLLM's CPU attention kernels accept no smaller.
 
+``--shape`` builds instead a model with the architecture of a real Qwen3 checkpoint (layers,
+heads, head_dim, intermediate size, vocabulary, RoPE base), random weights in bfloat16 and the
+same small tokenizer: random text at the real cost, so speed and memory can be measured at
+scale without downloading weights. The tokenizer knows 1,024 tokens of the model's 151,936;
+ids beyond it decode to nothing.
+
     python -m mcoder.testing OUT_DIR [--layers 2] [--seed 0]
+    python -m mcoder.testing OUT_DIR --shape qwen3-1.7b [--layers 4]
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 EOS = "<|im_end|>"
@@ -39,9 +46,35 @@ class TinySpec:
     kv_heads: int = 1
     head_dim: int = 64  # vLLM's CPU attention needs 64; 16 fails there
     intermediate: int = 256
-    vocab: int = 1024
+    vocab: int = 1024  # the tokenizer's
     max_positions: int = 2048
     seed: int = 0
+    model_vocab: int | None = None  # the embedding rows, when more than the tokenizer's (real shapes)
+    rope_theta: float = 10000.0
+    dtype: str = "float32"  # what the weights are saved in
+
+
+# The architectures of Qwen3's dense checkpoints (their config.json): all tie the output layer to
+# the embeddings, have 8 KV heads of 128 dims, and RoPE base 1e6.
+SHAPES: dict[str, TinySpec] = {
+    name: TinySpec(
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=8,
+        head_dim=128,
+        intermediate=inter,
+        model_vocab=151936,
+        max_positions=40960,
+        rope_theta=1_000_000.0,
+        dtype="bfloat16",
+    )
+    for name, (layers, hidden, heads, inter) in {
+        "qwen3-0.6b": (28, 1024, 16, 3072),
+        "qwen3-1.7b": (28, 2048, 16, 6144),
+        "qwen3-4b": (36, 2560, 32, 9728),
+    }.items()
+}
 
 
 def _corpus() -> list[str]:
@@ -91,12 +124,12 @@ def build_tokenizer(vocab: int = 1024):
     return fast
 
 
-def build_model(spec: TinySpec, vocab_size: int, eos_id: int, pad_id: int):
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+def build_config(spec: TinySpec, vocab_size: int, eos_id: int, pad_id: int):
+    """The transformers config of ``spec`` (``vocab_size``: the tokenizer's, unless the spec has more rows)."""
+    from transformers import Qwen3Config
 
-    config = Qwen3Config(
-        vocab_size=vocab_size,
+    return Qwen3Config(
+        vocab_size=spec.model_vocab or vocab_size,
         hidden_size=spec.hidden,
         intermediate_size=spec.intermediate,
         num_hidden_layers=spec.layers,
@@ -104,13 +137,28 @@ def build_model(spec: TinySpec, vocab_size: int, eos_id: int, pad_id: int):
         num_key_value_heads=spec.kv_heads,
         head_dim=spec.head_dim,
         max_position_embeddings=spec.max_positions,
+        rope_theta=spec.rope_theta,
+        rms_norm_eps=1e-6,
         tie_word_embeddings=True,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
         bos_token_id=None,
+        dtype=spec.dtype,
     )
+
+
+def build_model(spec: TinySpec, vocab_size: int, eos_id: int, pad_id: int):
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    config = build_config(spec, vocab_size, eos_id, pad_id)
     torch.manual_seed(spec.seed)
-    model = Qwen3ForCausalLM(config)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, spec.dtype))  # a 4B model initialised in float32 would need 16 GB
+    try:
+        model = Qwen3ForCausalLM(config)
+    finally:
+        torch.set_default_dtype(before)
     model.generation_config.eos_token_id = eos_id
     model.generation_config.pad_token_id = pad_id
     return model
@@ -135,10 +183,15 @@ def make_tiny_model(out_dir: str | os.PathLike, spec: TinySpec | None = None) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcoder.testing", description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--layers", type=int, default=TinySpec.layers)
+    parser.add_argument("--shape", choices=sorted(SHAPES), help="a real Qwen3 architecture, random weights")
+    parser.add_argument(
+        "--layers", type=int, help=f"decoder layers (default {TinySpec.layers}, or the shape's)"
+    )
     parser.add_argument("--seed", type=int, default=TinySpec.seed)
     args = parser.parse_args(argv)
-    path = make_tiny_model(args.out_dir, TinySpec(layers=args.layers, seed=args.seed))
+    spec = SHAPES[args.shape] if args.shape else TinySpec()
+    spec = replace(spec, layers=args.layers or spec.layers, seed=args.seed)
+    path = make_tiny_model(args.out_dir, spec)
     print(path)
     return 0
 
