@@ -515,3 +515,14 @@ def test_a_check_stalled_by_a_return_value_is_a_time_limit_and_the_next_check_ru
     assert v.status == "time_limit", v.first_failure
     assert run(judge, "def f():\n    return 1", p).status == "accepted"
     assert run(judge, "def add(a, b):\n    return 4242421", ADD).status == "accepted"
+
+
+def test_a_forged_ok_report_does_not_hide_a_crash(judge):
+    code = """\
+        import json, os
+        print("contained", flush=True)
+        os.write(3, (json.dumps({"ok": True}) + "\\n").encode())
+        raise ValueError("after the forged report")
+        """
+    v = run(judge, code)
+    assert v.status == "runtime_error" and "ValueError" in v.first_failure["stderr"], v.first_failure
