@@ -526,3 +526,28 @@ def test_a_forged_ok_report_does_not_hide_a_crash(judge):
         """
     v = run(judge, code)
     assert v.status == "runtime_error" and "ValueError" in v.first_failure["stderr"], v.first_failure
+
+
+def test_plain_data_only_crosses():
+    from collections import Counter, defaultdict, namedtuple
+
+    from mcoder.judge import plain
+
+    value = [None, True, 1, 2.5, float("inf"), "s\udc80", b"\x00", (1, [2]), {(1, 2): {3}}, frozenset({4})]
+    assert plain.decode(plain.encode(value)) == value
+    for bad in (b'{"x":1}', b"[1,2]", b'{"t":[1],"l":[2]}', b'{"s":[{"l":[1]}]}', b'{"b":"zz"}', b"\xff"):
+        with pytest.raises(plain.NotPlain):
+            plain.decode(bad)
+
+    class Anything:
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(plain.NotPlain):
+        plain.encode(Anything())
+    with pytest.raises(plain.NotPlain):
+        plain.encode([Anything()], lenient=True)
+    point = namedtuple("point", "x y")
+    sent = plain.encode([Counter("aa"), defaultdict(list, a=[1]), point(1, 2)], lenient=True)
+    assert plain.decode(sent) == [{"a": 2}, {"a": [1]}, (1, 2)]
+    assert [type(x) for x in plain.decode(sent)] == [dict, dict, tuple]

@@ -307,7 +307,7 @@ def serve_calls(code, prelude: dict, max_value_bytes: int) -> None:
                     if errors.first is not None:
                         raise errors.first
                     try:
-                        data = plain.encode(("ok", plain.lenient(value)))
+                        data = plain.encode(("ok", value), lenient=True)
                     except plain.NotPlain:
                         data = plain.encode(("notplain", type(value).__name__[:100]))
                     if len(data) > max_value_bytes:

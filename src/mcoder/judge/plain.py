@@ -21,10 +21,13 @@ class NotPlain(ValueError):
     """A value (or a message) that is not plain data."""
 
 
-def encode(value: Any) -> bytes:
-    """The JSON bytes of ``value``; NotPlain for anything that is not plain data."""
+def encode(value: Any, lenient: bool = False) -> bytes:
+    """The JSON bytes of ``value``; NotPlain for anything that is not plain data. ``lenient``
+    (the candidate's side) also takes subclasses of the plain types, as the types they extend
+    (an IntEnum, a ``defaultdict``, a ``Counter``, a namedtuple): what is sent is still checked
+    by ``decode`` on the other side."""
     try:
-        return json.dumps(_wrap(value, 0), separators=(",", ":")).encode("utf-8", "surrogatepass")
+        return json.dumps(_wrap(value, 0, lenient), separators=(",", ":")).encode("utf-8", "surrogatepass")
     except (ValueError, RecursionError, OverflowError) as e:
         raise NotPlain(str(e)[:200]) from None
 
@@ -43,7 +46,7 @@ def decode(data: bytes) -> Any:
 _TAGS = {list: "l", tuple: "t", set: "s", frozenset: "f"}
 
 
-def _wrap(v: Any, depth: int) -> Any:
+def _wrap(v: Any, depth: int, lenient: bool = False) -> Any:
     if depth > MAX_DEPTH:
         raise NotPlain("nested too deep")
     t = type(v)
@@ -53,9 +56,13 @@ def _wrap(v: Any, depth: int) -> Any:
         return {"b": v.hex()}
     tag = _TAGS.get(t)
     if tag is not None:
-        return {tag: [_wrap(x, depth + 1) for x in v]}
+        return {tag: [_wrap(x, depth + 1, lenient) for x in v]}
     if t is dict:
-        return {"d": [[_wrap(k, depth + 1), _wrap(x, depth + 1)] for k, x in v.items()]}
+        return {"d": [[_wrap(k, depth + 1, lenient), _wrap(x, depth + 1, lenient)] for k, x in v.items()]}
+    if lenient:
+        for base in (bool, int, float, str, bytes, dict, tuple, frozenset, set, list):
+            if isinstance(v, base):
+                return _wrap(base(v.items()) if base is dict else base(v), depth, lenient)
     raise NotPlain(f"a {t.__name__} is not plain data")
 
 
@@ -89,37 +96,3 @@ def _unwrap(v: Any, depth: int) -> Any:
             out[_unwrap(pair[0], depth + 1)] = _unwrap(pair[1], depth + 1)
         return out
     raise NotPlain(f"unknown tag {tag!r}")
-
-
-def lenient(value: Any, depth: int = 0) -> Any:
-    """``value`` with subclasses of the plain types turned into the plain types (an IntEnum, a
-    ``deque``, a ``defaultdict``, a ``Counter``), as the candidate's side of a call does before
-    it encodes: what it sends is still checked by ``decode`` on the other side."""
-    import collections
-
-    if depth > MAX_DEPTH:
-        raise NotPlain("nested too deep")
-    t = type(value)
-    if value is None or t in (bool, int, float, str, bytes):
-        return value
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    if isinstance(value, dict):
-        return {lenient(k, depth + 1): lenient(x, depth + 1) for k, x in value.items()}
-    if isinstance(value, tuple):
-        return tuple(lenient(x, depth + 1) for x in value)
-    if isinstance(value, frozenset):
-        return frozenset(lenient(x, depth + 1) for x in value)
-    if isinstance(value, set):
-        return {lenient(x, depth + 1) for x in value}
-    if isinstance(value, (list, collections.deque)):
-        return [lenient(x, depth + 1) for x in value]
-    raise NotPlain(f"a {t.__name__} is not plain data")

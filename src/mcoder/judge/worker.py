@@ -105,12 +105,13 @@ class Clock:
 
     def __init__(self, pid: int, limit_s: float):
         self.pid, self.limit = pid, limit_s
-        self.wall_end = time.monotonic() + limit_s * SETUP.get("wall_factor", 3.0)
-        self.cpu0 = self._cpu()
+        self.restart(limit_s)
 
     def restart(self, limit_s: float) -> None:
         self.limit = limit_s
-        self.wall_end = time.monotonic() + limit_s * SETUP.get("wall_factor", 3.0)
+        now = time.monotonic()
+        self.first_look = now + limit_s  # no CPU limit can be reached before this
+        self.wall_end = now + limit_s * SETUP.get("wall_factor", 3.0)
         self.cpu0 = self._cpu()
 
     def _cpu(self) -> float:
@@ -136,6 +137,8 @@ class Clock:
         now = time.monotonic()
         if now >= self.wall_end:
             return 0.0
+        if now < self.first_look:  # too early to be over: no need to read the CPU clock
+            return self.first_look - now
         left = self.limit - self.used()
         if left <= 0:
             return 0.0
@@ -529,6 +532,8 @@ def _call_result(child: Child, frame: bytes) -> dict:
     from mcoder.judge import plain
 
     stderr = child.err[-STDERR_TAIL:].decode("utf-8", "replace")
+    if frame.startswith(b'{"t":["ok",'):  # the judge decodes (and checks) the value itself
+        return {"status": "ok", "value": frame, "stderr": stderr}
     try:
         kind, *rest = plain.decode(frame)
     except (plain.NotPlain, ValueError, TypeError):
