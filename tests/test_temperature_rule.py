@@ -26,23 +26,37 @@ def table(*ds: float) -> list[tuple[float, float]]:
 LOW_CURVE = table(0.10, 0.14, 0.19, 0.26, 0.31, 0.36, 0.40)
 
 
-def test_relative_rule_picks_where_the_curve_has_risen_halfway():
-    c = choose_temperature(LOW_CURVE)  # D(0.6) 0.10, top 0.40: threshold 0.25
+# D(T) of the warm-started model of examples/learn/ (seed 0, 4 probe problems x G = 8, measured by
+# `make demo`): flat, then taking off at T >= 1.4, where the samples are noise.
+WARM_CURVE = table(0.010, 0.021, 0.039, 0.077, 0.231, 0.439, 0.662)
+# A peaky model (the tiny model's logits x 8): rises late, then saturates.
+SATURATING = table(0.0, 0.0, 0.0, 0.667, 1.0, 0.959, 0.946)
+
+
+def test_knee_of_a_curve_that_takes_off_is_the_hottest_t_before_it():
+    c = choose_temperature(WARM_CURVE)
+    assert (c.temperature, c.rule, c.at_edge) == (1.2, "knee", False)
+    assert choose_temperature(WARM_CURVE, rule="rise").temperature == 1.6  # halfway is in the noise
+
+
+def test_knee_of_a_saturating_curve_is_the_coolest_t_near_the_top():
+    c = choose_temperature(SATURATING)
+    assert (c.temperature, c.rule, c.at_edge) == (1.4, "knee", False)
+
+
+def test_an_even_curve_has_no_knee_and_falls_back_to_the_rise_rule():
+    c = choose_temperature(LOW_CURVE)  # D(0.6) 0.10, top 0.40: halfway is 0.25
     assert (c.temperature, c.rule, c.at_edge) == (1.2, "rise", False)
     assert c.threshold == pytest.approx(0.25)
-    assert choose_temperature(LOW_CURVE, rise=0.1).temperature == 0.8  # threshold 0.13
-    assert choose_temperature(LOW_CURVE, rise=1.0).temperature == 1.8  # the top itself ...
-    assert choose_temperature(LOW_CURVE, rise=1.0).at_edge  # ... said to be at the edge
+    assert choose_temperature(LOW_CURVE, rule="rise", rise=0.1).temperature == 0.8  # threshold 0.13
+    assert choose_temperature(LOW_CURVE, rule="rise", rise=1.0).temperature == 1.8  # the top itself ...
+    assert choose_temperature(LOW_CURVE, rule="rise", rise=1.0).at_edge  # ... said to be at the edge
 
 
-def test_relative_rule_ignores_a_shift_of_the_whole_curve():
-    shifted = [(t, d + 0.5) for t, d in LOW_CURVE]
-    assert choose_temperature(shifted).temperature == choose_temperature(LOW_CURVE).temperature
-
-
-def test_relative_rule_follows_a_curve_that_rises_late():
-    peaky_curve = table(0.0, 0.0, 0.0, 0.1, 0.6, 0.9, 0.95)  # a sharpened model: T must rise
-    assert choose_temperature(peaky_curve).temperature == 1.4
+def test_relative_rules_ignore_a_shift_of_the_whole_curve():
+    for curve in (LOW_CURVE, WARM_CURVE, SATURATING):
+        shifted = [(t, d + 0.3) for t, d in curve]
+        assert choose_temperature(shifted).temperature == choose_temperature(curve).temperature
 
 
 def test_a_flat_curve_keeps_the_coolest_and_says_so():
@@ -60,15 +74,20 @@ def test_absolute_target_stays_available_and_reports_its_edges():
     assert (c.temperature, c.at_edge, c.note) == (1.4, False, "")
 
 
-def test_only_the_hottest_reaching_the_threshold_is_an_edge():
-    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5))
+def test_a_curve_that_rises_only_at_the_hottest_candidate_is_an_edge():
+    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5), rule="rise")
     assert c.temperature == 1.8 and c.at_edge and "higher candidates" in c.note
+    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5))  # knee: just before it
+    assert c.temperature == 1.6 and not c.at_edge
 
 
 def test_rule_settings_are_checked():
     with pytest.raises(UsageError, match="diversity-rise"):
         SamplingConfig(temperature="auto", diversity_rise=0.0).validate()
-    assert SamplingConfig().diversity_target is None  # the relative rule by default
+    assert SamplingConfig().diversity_target is None  # the relative rules by default
+    assert SamplingConfig().temperature_rule == "knee"
+    with pytest.raises(UsageError):
+        SamplingConfig(temperature="auto", temperature_rule="middle").validate()
     with pytest.raises(UsageError):
         choose_temperature([])
 
@@ -76,7 +95,7 @@ def test_rule_settings_are_checked():
 def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
     """The random tiny model is near-uniform (D saturates at every T); made peaky (logits x 8, as a
     model sharpened by training), its D(T) rises from 0 to near 1 across the default grid, and the
-    relative rule picks a T inside it."""
+    knee rule picks a T inside it."""
     tok = load_tokenizer(tiny_model)
     kw = {"n": 4, "max_tokens": 12, "seed": 0}
     flat = diversity_table(

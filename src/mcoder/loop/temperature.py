@@ -37,8 +37,8 @@ class DiversityStages:
 
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
-    that moment and T is chosen from that D(T) table (``choose_temperature``: by default the smallest
-    T whose diversity has risen halfway up the model's own curve) and holds until the next stage.
+    that moment and T is chosen from that D(T) table (``choose_temperature``: by default the knee
+    of the model's own curve) and holds until the next stage.
     A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
     Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
     ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at
@@ -89,7 +89,7 @@ class DiversityStages:
             seed=self.seed + step,
             measure=s.diversity_measure,
         )
-        choice = choose_temperature(table, target=self.target, rise=self.rise)
+        choice = choose_temperature(table, rule=s.temperature_rule, target=self.target, rise=self.rise)
         chosen = choice.temperature
         self.stages = [x for x in self.stages if x["from_step"] < step]
         self.stages.append({"from_step": step, "temperature": chosen, "table": table, **choice.to_json()})
@@ -97,6 +97,7 @@ class DiversityStages:
             "temperature": chosen,
             "target": self.target,
             "rise": self.rise,
+            "rule_asked": s.temperature_rule,
             "measure": s.diversity_measure,
             "table": table,
             **choice.to_json(),
@@ -104,13 +105,8 @@ class DiversityStages:
         tmp = self.record.with_name(self.record.name + ".part")
         tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
         tmp.replace(self.record)
-        rule = (
-            f"target {self.target}"
-            if self.target is not None
-            else f"rise {self.rise:g} -> D >= {choice.threshold:.3f}"
-        )
         info(
-            f"step {step}: temperature {chosen} chosen by diversity ({rule}): "
+            f"step {step}: temperature {chosen} chosen by diversity ({choice.rule}, D >= {choice.threshold:.3f}): "
             + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
         )
         if choice.at_edge:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from mcoder.config import check_choices
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_RISE, TemperatureSpec
+from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_RISE, TemperatureRule, TemperatureSpec
 
 
 @dataclass
@@ -25,10 +25,12 @@ class SamplingConfig:
     """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
 
     # --- temperature selection
+    temperature_rule: TemperatureRule = "knee"
+    """With temperature auto: how T is read off the model's D(T) curve: knee (where it bends: before diversity takes off, or where it saturates) or rise (see --diversity-rise)."""
     diversity_rise: float = DEFAULT_RISE
-    """With temperature auto: the smallest T whose diversity has risen this fraction of the way from D(coolest) to the highest D measured (the model's own curve)."""
+    """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
     diversity_target: float | None = None
-    """With temperature auto: an absolute diversity the chosen T must reach instead (e.g. 0.5, the rule before issue 17); unset: the relative rule."""
+    """With temperature auto: an absolute diversity the chosen T must reach instead (the rule before issue 17, e.g. 0.5); overrides --temperature-rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
     """With temperature auto: the temperatures probed, lowest first."""
     probe_problems: int = 8

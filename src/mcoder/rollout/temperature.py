@@ -4,11 +4,16 @@
 the mean group diversity D(T) (the table), then ``choose_temperature`` picks from that table. The
 paper asks for a T that avoids both "excessively low temperatures, causing continuous diversity
 decline" and "excessively high ones, leading to drastic fluctuations"; it gives no number. The
-default rule reads the model's own curve: the smallest T whose D has risen a fraction ``rise``
-(default one half) of the way from D at the coolest candidate to the highest D measured. A model
-that is already diverse at low T has a flat curve and keeps a low T; a peaky one (e.g. after RL has
-sharpened it) rises later and is given a higher one; and the rule does not depend on how many
-tokens of boilerplate a family's answers share (which moves every D up or down but not the shape).
+default rule reads the model's own curve and takes its knee: with T and D scaled to [0, 1] over
+the grid, a curve that stays flat and then takes off (the take-off is sampling noise: the warm
+start of examples/learn/ went from D 0.08 at T 1.2 to 0.66 at 1.8, where every sample failed)
+gets the hottest T before the take-off; one that rises and then saturates gets the coolest T near
+the top. A curve that rises evenly has no knee and gets the smallest T whose D has risen a
+fraction ``rise`` (one half) of the way from D at the coolest candidate to the highest measured
+(the ``rise`` rule, also selectable). A model that is already diverse at low T has a flat curve
+and keeps a low T; a peaky one (e.g. after RL has sharpened it) is given a higher one; and neither
+rule depends on how many tokens of boilerplate a family's answers share (which moves every D up
+or down but not the shape).
 An absolute ``target`` (the smallest T whose D reaches it) stays available. A choice at either end
 of the grid is reported (``at_edge``) and warned about: the right T may lie outside it.
 Temperature changes only in stages (``TemperatureSchedule``), never continuously, so that the
@@ -21,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal
 
 from mcoder.console import warn
 from mcoder.errors import UsageError
@@ -50,6 +55,11 @@ DEFAULT_RISE = 0.5
 # A curve whose D rises less than this over the whole grid is flat: no T buys diversity.
 FLAT_RISE = 0.01
 
+# A curve whose scaled points all lie within this of the diagonal has no knee (it rises evenly).
+KNEE_MIN_BEND = 0.1
+
+TemperatureRule = Literal["knee", "rise"]
+
 
 @dataclass(frozen=True)
 class TemperatureChoice:
@@ -57,8 +67,8 @@ class TemperatureChoice:
     whether the choice is the coolest or hottest candidate (then ``note`` says what that means)."""
 
     temperature: float
-    rule: str  # "rise" (relative to the curve) or "target" (absolute)
-    threshold: float  # the D the chosen T reaches (the smallest T that does)
+    rule: str  # "knee" or "rise" (relative to the curve), or "target" (absolute)
+    threshold: float  # the D the chosen T had to reach (knee: its own D)
     at_edge: bool
     note: str = ""
 
@@ -67,31 +77,64 @@ class TemperatureChoice:
 
 
 def choose_temperature(
-    table: Sequence[tuple[float, float]], *, target: float | None = None, rise: float = DEFAULT_RISE
+    table: Sequence[tuple[float, float]],
+    *,
+    rule: TemperatureRule = "knee",
+    target: float | None = None,
+    rise: float = DEFAULT_RISE,
 ) -> TemperatureChoice:
-    """Pick from [(T, D(T))], sorted by T. With ``target`` None, the relative rule: the smallest T
-    with D(T) >= D(T_min) + rise x (max D - D(T_min)); else the smallest T with D(T) >= target."""
+    """Pick from [(T, D(T))], sorted by T. A ``target`` means the absolute rule (the smallest T
+    with D(T) >= target), whatever ``rule`` says. Otherwise ``knee`` (the default) or ``rise``
+    (the smallest T with D(T) >= D(T_min) + rise x (max D - D(T_min))); a curve without a knee
+    (it rises evenly) falls back to ``rise``."""
     if not table:
         raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
     temps = [t for t, _ in table]
-    if target is None:
+    if target is not None:
+        threshold, rule = target, "target"
+    else:
         d0, top = table[0][1], max(d for _, d in table)
-        threshold, rule = d0 + rise * (top - d0), "rise"
         if top - d0 < FLAT_RISE:
             note = f"D(T) is flat over the grid (it rises {top - d0:.3f}): the coolest candidate is kept"
             return TemperatureChoice(temps[0], rule, d0, True, note)
-    else:
-        threshold, rule = target, "target"
+        knee = _knee(table) if rule == "knee" else None
+        if knee is not None:
+            return _at_edge(temps, temps[knee], rule, table[knee][1])
+        threshold, rule = d0 + rise * (top - d0), "rise"
     chosen = next((t for t, d in table if d >= threshold), None)
     if chosen is None:
         note = f"no candidate reaches diversity {threshold:.3f}: the hottest is used; try higher candidates"
         return TemperatureChoice(temps[-1], rule, threshold, True, note)
+    return _at_edge(temps, chosen, rule, threshold)
+
+
+def _at_edge(temps: list[float], chosen: float, rule: str, threshold: float) -> TemperatureChoice:
     note = ""
     if len(temps) > 1 and chosen == temps[0]:
-        note = "the coolest candidate already reaches it: a cooler T may do too; try lower candidates"
+        note = "the coolest candidate is chosen: a cooler T may do too; try lower candidates"
     elif len(temps) > 1 and chosen == temps[-1]:
-        note = "only the hottest candidate reaches it: try higher candidates"
+        note = "the hottest candidate is chosen: try higher candidates"
     return TemperatureChoice(chosen, rule, threshold, bool(note), note)
+
+
+def _knee(table: Sequence[tuple[float, float]]) -> int | None:
+    """Index of the knee of a rising D(T) curve, or None when it has none (it rises evenly).
+
+    T and D are scaled to [0, 1] over the grid (D by its rise above D(T_min)), and each point's
+    height above the diagonal is y - x. A curve that bends up (D flat, then taking off: the
+    take-off is noise, the "drastic fluctuations" of too high a T) lies below the diagonal and its
+    knee is the lowest point: the hottest T before the take-off. One that bends down (rising, then
+    saturating) lies above it and its knee is the highest point: the coolest T that has most of the
+    diversity there is. The first such point wins a tie."""
+    t0, tn = table[0][0], table[-1][0]
+    d0, top = table[0][1], max(d for _, d in table)
+    if tn <= t0 or top <= d0:
+        return None
+    gaps = [(d - d0) / (top - d0) - (t - t0) / (tn - t0) for t, d in table]  # y - x per point
+    if max(abs(g) for g in gaps) < KNEE_MIN_BEND:
+        return None
+    sign = 1 if sum(gaps) >= 0 else -1
+    return max(range(len(gaps)), key=lambda i: sign * gaps[i])
 
 
 def measure_diversity(rollouts: Sequence[Any], measure: str = "lexical") -> float:
@@ -144,6 +187,7 @@ def select_temperature(
     *,
     candidates: Sequence[float] = DEFAULT_CANDIDATES,
     target: float | None = None,
+    rule: TemperatureRule = "knee",
     rise: float = DEFAULT_RISE,
     n: int = 8,
     max_tokens: int = 512,
@@ -151,7 +195,7 @@ def select_temperature(
     measure: str = "lexical",
 ) -> tuple[float, list[tuple[float, float]]]:
     """(chosen temperature, [(T, D(T)) for each candidate]): ``diversity_table`` then
-    ``choose_temperature`` (relative rule unless ``target`` is given). A choice at an end of the
+    ``choose_temperature`` (``rule``, unless ``target`` is given). A choice at an end of the
     grid is warned about. Every candidate is measured, so the whole table can be printed and recorded.
     """
     table = diversity_table(
@@ -164,7 +208,7 @@ def select_temperature(
         seed=seed,
         measure=measure,
     )
-    choice = choose_temperature(table, target=target, rise=rise)
+    choice = choose_temperature(table, rule=rule, target=target, rise=rise)
     if choice.at_edge:
         warn(f"temperature {choice.temperature:g} is at the edge of the candidates: {choice.note}")
     return choice.temperature, table
