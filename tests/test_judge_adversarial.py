@@ -551,3 +551,11 @@ def test_plain_data_only_crosses():
     sent = plain.encode([Counter("aa"), defaultdict(list, a=[1]), point(1, 2)], lenient=True)
     assert plain.decode(sent) == [{"a": 2}, {"a": [1]}, (1, 2)]
     assert [type(x) for x in plain.decode(sent)] == [dict, dict, tuple]
+
+
+def test_a_program_can_start_python_again(judge):
+    """sys.executable is the interpreter itself: the judge's virtual environment (its pyvenv.cfg
+    included) is not readable, and a child Python must still start."""
+    code = "import subprocess, sys\nprint(subprocess.run([sys.executable, '-c', 'print(\"contained\")'], capture_output=True, text=True).stdout, end='')"
+    v = run(judge, code)
+    assert v.status == "accepted", v.first_failure

@@ -110,6 +110,8 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     if spec.get("import_path") is not None:  # only where it may read: the judge's own folders are gone
         sys.path[:] = spec["import_path"]
         sys.path_importer_cache.clear()
+        # the interpreter itself, not the judge's virtual environment (whose pyvenv.cfg it cannot read)
+        sys.executable = sys._base_executable = os.path.realpath(sys.executable)
 
 
 def _fresh_streams() -> None:
