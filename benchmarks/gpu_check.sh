@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The paper's regime on one GPU, in under 10 minutes: a Qwen3-1.7B-shaped model with random weights
+# (python -m mcoder.testing --shape qwen3-1.7b), then benchmarks/loop_speed.py on it:
+#   - vLLM sampling alone: 8 prompts x G=4 up to 4,096 tokens each (tokens/s);
+#   - three full-parameter `train --loop --engine vllm` steps (4 problems x G=4, 1,024 tokens), the
+#     new weights streamed into the running engine before each rollout: the step broken down
+#     into sample / judge / update / sync;
+#   - the sync alone: seconds for the 2.0B parameters and vLLM's log-probs against the trainer's
+#     after it (bfloat16 on both sides: differences around 1e-2 are rounding);
+# and the peak GPU memory (nvidia-smi, sampled each second), then one summary of it all.
+#
+#   bash benchmarks/gpu_check.sh [--out DIR]     # on the GPU machine, in the environment with vllm
+#   bash benchmarks/gpu_check.sh --smoke         # the same steps on the tiny model, on a CPU (CI)
+#
+# PY: the Python with mcoder and vllm (default: .venv-vllm/bin/python if present, else python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PY:-$( [[ -x .venv-vllm/bin/python ]] && echo .venv-vllm/bin/python || echo python3 )}"
+out="gpu-check" smoke=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+
+if [[ $smoke == 1 ]]; then
+  args=(--shape tiny --sync-models tiny --sample-tokens 32 --sample-prompts 2 --n 2 --max-tokens 12
+        --problems 2 --steps 3 --sync-repeats 1 --judge-workers 1)
+else
+  args=(--shape qwen3-1.7b --layers 28 --sync-models qwen3-1.7b:28 --sample-tokens 4096 --sample-prompts 8
+        --n 4 --max-tokens 1024 --problems 4 --steps 3 --sync-repeats 2 --judge-workers 8)
+fi
+
+# peak GPU memory of the whole run (trainer and engine together), when there is a GPU
+peak_file="$out/gpu_mem_mib.txt"; : >"$peak_file"
+watcher=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  (while true; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1 >>"$peak_file"; sleep 1; done) &
+  watcher=$!
+fi
+stop_watcher() { [[ -n "$watcher" ]] && kill "$watcher" 2>/dev/null || true; }
+trap stop_watcher EXIT
+
+start=$(date +%s)
+# the judge's sandbox is not what is measured here, and random text never runs long
+"$PY" benchmarks/loop_speed.py "${args[@]}" --cases vllm-full --unsafe-no-sandbox \
+  --models-dir "$out/models" | tee "$out/report.txt"
+stop_watcher
+elapsed=$(( $(date +%s) - start ))
+
+peak="n/a (no nvidia-smi)"
+if [[ -s "$peak_file" ]]; then peak="$(sort -n "$peak_file" | tail -1) MiB"; fi
+{
+  echo
+  echo "gpu_check summary"
+  echo "-----------------"
+  echo "device       : $("$PY" -c 'import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")')"
+  echo "model        : ${args[1]} (random weights, real shape)"
+  echo "peak GPU mem : $peak"
+  echo "wall time    : ${elapsed}s"
+} | tee -a "$out/report.txt"
