@@ -241,11 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         c = json.loads(a.case)
         for k, v in c["args"].items():
             setattr(a, k, v)
-        r = (
-            loop_case(Path(c["model"]), c["engine"], c["lora"], a)
-            if c["kind"] == "loop"
-            else sync_case(Path(c["model"]), a)
-        )
+        model = Path(c["model"])
+        if c["kind"] == "loop":
+            r = loop_case(model, c["engine"], c["lora"], a)
+        else:
+            r = sync_case(model, a) if c["kind"] == "sync" else sample_case(model, a)
         print(json.dumps(r))
         return 0
     if a.smoke:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -66,13 +67,24 @@ class LoopConfig:
         # the overlong penalty and the constant loss normaliser depend on it.
         self.train.max_tokens = self.sampling.max_tokens
         self.train.validate()
-        if self.engine == "vllm" and self.train.lora_rank <= 0 and self.tensor_parallel_size > 1:
+        if self.engine == "vllm" and self.train.lora_rank <= 0:
+            self._check_full_vllm()
+        return self
+
+    def _check_full_vllm(self) -> None:
+        """Full fine-tuning with vLLM copies the new weights into an engine inside the trainer's
+        one process (loop/samplers.py): not yet under torchrun, nor into a tensor-parallel engine."""
+        if self.tensor_parallel_size > 1:
             raise UsageError(
                 "full fine-tuning with --engine vllm samples on one GPU (--tensor-parallel-size 1)",
                 hint="the new weights are copied into an engine inside the trainer's process; "
                 "use --tensor-parallel-size 1, or LoRA (--lora-rank R) for a tensor-parallel engine",
             )
-        return self
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # set by torchrun
+            raise UsageError(
+                "full fine-tuning with --engine vllm runs in one process for now, not under torchrun",
+                hint="under torchrun use LoRA (--lora-rank R) or --engine hf; or run one process",
+            )
 
     def settings(self) -> dict[str, Any]:
         """Everything that decides the run's results, by section (saved as RUN/config.json)."""

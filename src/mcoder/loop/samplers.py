@@ -22,7 +22,7 @@ rank after the update and save).
   Not yet under torchrun: vLLM inside a process that already belongs to torchrun's group
   would build its own groups over all ranks (a collective the other ranks never join), and an
   engine in worker processes (also tensor-parallel ones) needs the tensors sent over a channel
-  of its own. Both are refused (``make_sampler``, ``LoopConfig.validate``), never left stale.
+  of its own. Both are refused (``LoopConfig.validate``), never left stale.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcoder.errors import UsageError
 from mcoder.train.distributed import FSDPTrainer, barrier, is_main, world_size
 
 KEEP_ADAPTERS = 2  # the engine may still read the previous folder while the next is written
@@ -57,11 +56,6 @@ def make_sampler(cfg, start: str, trainer, adapters: Path) -> Sampler:
     if cfg.engine == "vllm":
         if cfg.train.lora_rank > 0:
             return VLLMAdapter(cfg, start, trainer, adapters)
-        if world_size() > 1:
-            raise UsageError(
-                "full fine-tuning with --engine vllm runs in one process for now",
-                hint="under torchrun use LoRA (--lora-rank R) or --engine hf; or drop torchrun",
-            )
         return VLLMFull(cfg, start, trainer)
     if world_size() > 1:
         return SyncedCopy(start, trainer)
