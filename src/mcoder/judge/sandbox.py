@@ -444,14 +444,31 @@ def isolation_mode() -> str:
     return "root" if os.geteuid() == 0 else "rootless"
 
 
+def _namespaces_per_candidate_work() -> bool:
+    try:
+        pid = fork_into_namespaces()
+    except OSError:
+        return False
+    if pid == 0:
+        os._exit(0 if os.getpid() == 1 else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def check_isolation() -> None:
     """Raise EnvironmentMissing naming what this machine lacks for the sandbox."""
     missing = []
     if sys.platform != "linux":
         missing.append(f"Linux (this is {sys.platform})")
+    elif os.uname().machine not in _ARCH:
+        missing.append(f"x86_64 or aarch64 for the seccomp filter (this is {os.uname().machine})")
+    elif _libc.prctl(21, 0, 0, 0, 0) < 0:  # PR_GET_SECCOMP: EINVAL without CONFIG_SECCOMP_FILTER
+        missing.append("seccomp (a kernel built with CONFIG_SECCOMP_FILTER) to narrow the system calls")
     elif isolation_mode() == "root":
         if landlock_abi() < 1:
             missing.append("Landlock (Linux 5.13+ with 'landlock' in the lsm= boot list) to fence files")
+        if not _namespaces_per_candidate_work():
+            missing.append("PID and IPC namespaces (clone with CLONE_NEWPID | CLONE_NEWIPC) for each candidate")
     else:
         if not user_namespaces_work():
             missing.append(
