@@ -1,71 +1,124 @@
 #!/usr/bin/env bash
-# The whole loop on the embedded default, as `make demo` runs it: the bundled problems, the tiny
-# random model, a few MicroCoder-GRPO steps with `mcoder train --loop`, an evaluation of the
-# trained policy, and the bench table and training figures. A few minutes on 2 CPU cores.
-# (The model is random, so pass rates stay at 0: the demo shows the machinery, not learning;
-# benchmarks/learning_proof.py is the run that shows learning.)
+# `make demo`: RL that visibly improves a model, in a few minutes on 2 CPU cores. A tiny Qwen3 is
+# warm-started on the learning family of examples/learn/ (the proof's warm start, cut down: it
+# stops once a quarter of its samples on unseen train problems pass), its held-out pass@1 is
+# measured, a short MicroCoder-GRPO run (`mcoder train --loop`, temperature chosen by diversity)
+# trains it on the train part, and the held-out pass@1 is measured again with the same sampling
+# seed. It prints the before/after table and writes the bench tables and training figures.
+# benchmarks/learning_proof.py is the full measurement (longer runs, several seeds, GRPO beside it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<USAGE
-usage: $(basename "$0") [--out DIR] [--steps N]
+usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --out DIR    demo folder (default demo-out)
-  --steps N    MicroCoder-GRPO steps (default 3)
-Calls \$MCODER (default: mcoder on PATH).
+  --steps N    MicroCoder-GRPO steps (default 40)
+  --seed S     seed of the warm start, the RL run and the evaluations (default 0)
+  --smoke      tiny sizes: checks the plumbing in a minute, shows no learning
+Calls \$MCODER (default: mcoder on PATH) and \$PY (the Python that has mcoder).
 USAGE
 }
-OUT=demo-out STEPS=3
+OUT=demo-out STEPS=40 SEED=0 SMOKE=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
+    --seed) SEED="$2"; shift 2 ;;
+    --smoke) SMOKE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument $1" ;;
   esac
 done
+LEARN="$REPO_DIR/examples/learn"
+# Sizes: the warm start (at twice the proof's learning rate) stops at the first check (every 25
+# steps from step 200; earlier ones never pass and each costs as much as ~30 steps) where 25 % of
+# 8 samples on each of 16 unseen train problems pass; RL samples 16 problems x G = 8 per step;
+# held-out pass@1 is over the first 50 held-out problems x 4 samples at T = 1.0.
+SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.25 BATCH=16 N=8 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
+if [[ $SMOKE == 1 ]]; then
+  SFT_STEPS=10 FIRST_CHECK=0 TARGET=0 BATCH=2 N=2 EVAL_LIMIT=3 EVAL_N=2 PROBE=2 STEPS=2
+fi
+# One torch thread per process: on a busy 2-core machine two threads are several times slower.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 mkdir -p "$OUT"
 T0=$SECONDS
-stage() { printf '\n[%s/6 %3ds] %s\n' "$1" "$((SECONDS - T0))" "$2" >&2; }
+stage() { printf '\n[%s/5 %3ds] %s\n' "$1" "$((SECONDS - T0))" "$2" >&2; }
 
-stage 1 "dataset build: examples/problems -> $OUT/problems.jsonl"
-"${MC[@]}" dataset build "$REPO_DIR/examples/problems" --out "$OUT/problems.jsonl" --overwrite \
-  --report "$OUT/dataset_report.md" >/dev/null
+stage 1 "warm start: a tiny Qwen3 taught the answer format on examples/learn/train.jsonl -> $OUT/model"
+if [[ ! -f "$OUT/model/config.json" ]]; then
+  "$PY" "$LEARN/warm_start.py" --problems "$LEARN/train.jsonl" --out "$OUT/model" --steps "$SFT_STEPS" \
+    --lr "$SFT_LR" --target-pass "$TARGET" --first-check "$FIRST_CHECK" --seed "$SEED" \
+    >/dev/null 2>"$OUT/warm_start.log"
+fi
 
-stage 2 "tiny model (random-weight Qwen3 + BPE tokenizer) -> $OUT/model"
-ensure_model "$OUT/model"
+head -n "$EVAL_LIMIT" "$LEARN/heldout.jsonl" >"$OUT/heldout.jsonl"  # the problems both evaluations use
+evaluate() {  # evaluate MODEL DIR [BASELINE_VERDICTS]: held-out rollouts, verdicts, bench table
+  local model="$1" dir="$2" baseline=()
+  [[ $# -ge 3 ]] && baseline=(--baseline "$3")
+  "${MC[@]}" rollout --problems "$OUT/heldout.jsonl" --model "$model" --out "$dir/rollouts.jsonl" \
+    --n "$EVAL_N" --max-tokens 64 --temperature 1.0 --seed "$((1000 + SEED))" --overwrite -q >/dev/null
+  "${MC[@]}" judge --problems "$OUT/heldout.jsonl" --rollouts "$dir/rollouts.jsonl" \
+    --out "$dir/verdicts.jsonl" --overwrite -q >/dev/null
+  "${MC[@]}" bench --problems "$OUT/heldout.jsonl" --verdicts "$dir/verdicts.jsonl" --k 1 \
+    --markdown "$dir/bench.md" --json "$dir/bench.json" "${baseline[@]}" -q >/dev/null
+}
 
-stage 3 "mcoder train --loop --algo microcoder-grpo: $STEPS steps x 4 problems x G=4, L_max 64, T by diversity"
-# A fresh run each time: the loop would otherwise resume (and skip) a finished run folder.
-rm -rf "$OUT/run"
-"${MC[@]}" train --loop --algo microcoder-grpo --model "$OUT/model" --problems "$OUT/problems.jsonl" \
-  --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size 4 --n 4 --mini-batch-size 2 \
-  --max-tokens 64 --lr 1e-4 >/dev/null
+stage 2 "held-out pass@1 of the warm start ($EVAL_LIMIT problems x $EVAL_N samples, T = 1.0)"
+evaluate "$OUT/model" "$OUT/before"
 
-stage 4 "rollout of the trained policy: every problem x 2 samples"
-"${MC[@]}" rollout --problems "$OUT/problems.jsonl" --model "$OUT/run/checkpoint" \
-  --out "$OUT/eval_rollouts.jsonl" --n 2 --max-tokens 64 --temperature 1.0 --overwrite >/dev/null
+stage 3 "mcoder train --loop --algo microcoder-grpo: $STEPS steps x $BATCH problems x G=$N, L_max 64, T by diversity"
+rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and skip) a finished one
+"${MC[@]}" train --loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
+  --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size 4 \
+  --micro-batch-size 16 --max-tokens 64 --lr 3e-4 --seed "$SEED" --probe-problems "$PROBE" \
+  --save-every "$STEPS" -q >/dev/null
 
-stage 5 "judge"
-"${MC[@]}" judge --problems "$OUT/problems.jsonl" --rollouts "$OUT/eval_rollouts.jsonl" \
-  --out "$OUT/eval_verdicts.jsonl" --overwrite >/dev/null
+stage 4 "held-out pass@1 of the trained policy (the same problems, samples and seed)"
+evaluate "$OUT/run/checkpoint" "$OUT/after" "$OUT/before/verdicts.jsonl"
 
-stage 6 "bench: pass@k table and training figures"
-"${MC[@]}" bench --problems "$OUT/problems.jsonl" --verdicts "$OUT/eval_verdicts.jsonl" --k 1,2 \
-  --markdown "$OUT/bench.md" --json "$OUT/bench.json" >/dev/null
+stage 5 "training figures"
 "${MC[@]}" bench --run-dir "$OUT/run" --plots --out-dir "$OUT/plots" -q >/dev/null
 
-printf '\ndemo done in %ds. Files written under %s/:\n' "$((SECONDS - T0))" "$OUT"
+"$PY" - "$OUT" "$((SECONDS - T0))" <<'PY'
+import json, statistics, sys
+from pathlib import Path
+
+out, seconds = Path(sys.argv[1]), int(sys.argv[2])
+
+def pass_at_1(verdicts: Path) -> float:  # mean over problems of the share of passing samples
+    per = {}
+    for line in verdicts.read_text().splitlines():
+        v = json.loads(line)
+        per.setdefault(v["problem_id"], []).append(bool(v["passed"]))
+    return 100 * statistics.fmean(sum(p) / len(p) for p in per.values())
+
+before, after = pass_at_1(out / "before/verdicts.jsonl"), pass_at_1(out / "after/verdicts.jsonl")
+steps = [json.loads(x) for x in (out / "run/metrics.jsonl").read_text().splitlines()]
+temp = json.loads((out / "run/temperature.json").read_text())
+k = max(1, len(steps) // 4)
+train_first = statistics.fmean(s["pass_rate"] for s in steps[:k])
+train_last = statistics.fmean(s["pass_rate"] for s in steps[-k:])
+w = 64
+print(f"\n{'held-out pass@1 (first problems of examples/learn/heldout.jsonl)':<{w}} {'before RL':>10} {'after RL':>10} {'change':>8}")
+print(f"{f'  microcoder-grpo, {len(steps)} steps':<{w}} {before:>9.1f}% {after:>9.1f}% {after - before:>+8.1f}")
+print(f"{f'train pass rate, first / last {k} steps':<{w}} {100 * train_first:>9.1f}% {100 * train_last:>9.1f}%")
+table = ", ".join(f"{t:g}: {d:.2f}" for t, d in temp.get("table", []))
+print(f"temperature {temp['temperature']:g} chosen by diversity (D(T) {table})")
+print(f"masked outputs {sum(s.get('masked_count', 0) for s in steps)}, truncated "
+      f"{100 * statistics.fmean(s['truncated_rate'] for s in steps):.1f}% of samples")
+print(f"demo done in {seconds} s")
+PY
+
 cat <<DONE
-  problems.jsonl            the bundled problems as mcoder records (build report: dataset_report.md)
-  model/                    the tiny random-weight model the run started from
-  run/train_config.json     the resolved MicroCoder-GRPO configuration
-  run/temperature.json      the sampling temperature chosen by diversity (and the table it came from)
+Files written under $OUT/:
+  model/                    the warm-started tiny model (warm_start.json: its gate checks)
+  heldout.jsonl             the held-out problems both evaluations sample
+  before/, after/           held-out rollouts, verdicts and bench.md (after/ against before/)
+  run/config.json           the run's settings (train: the resolved MicroCoder-GRPO configuration)
+  run/temperature.json      the sampling temperature chosen by diversity, and the table D(T)
   run/step_NNNN/            each step's rollouts.jsonl, verdicts.jsonl, samples.jsonl
   run/metrics.jsonl         one line of training metrics per step
   run/checkpoint/           the trained policy
-  eval_rollouts.jsonl       samples of the trained policy on every problem
-  eval_verdicts.jsonl       the judge's verdicts on them
-  bench.md, bench.json      pass@1 / pass@2 by platform x difficulty, failure shares
   plots/                    $(ls "$OUT/plots" | tr '\n' ' ')
 DONE

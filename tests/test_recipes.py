@@ -129,6 +129,24 @@ def test_grpo_step_smoke(tmp_path):
 
 
 @pytest.mark.slow
+def test_demo_smoke_prints_the_before_after_table(tmp_path):
+    """The demo's plumbing at its smoke size (a 10-step warm start learns nothing yet): a warm
+    start, two held-out evaluations on the same problems, the loop with auto temperature, plots."""
+    done = run_recipe("demo.sh", "--smoke", "--out", "demo", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "before RL" in done.stdout and "after RL" in done.stdout and "demo done in" in done.stdout
+    out = tmp_path / "demo"
+    before = read_jsonl(out / "before" / "verdicts.jsonl", Verdict)
+    after = read_jsonl(out / "after" / "verdicts.jsonl", Verdict)
+    assert len(before) == len(after) == 6  # --smoke: 3 held-out problems x 2 samples
+    record = json.loads((out / "run" / "temperature.json").read_text())
+    assert record["rule"] in ("knee", "rise") and "at_edge" in record and len(record["table"]) == 7
+    assert json.loads((out / "run" / "config.json").read_text())["train"]["mask_mode"] == "zero_advantage"
+    plots = sorted((out / "plots").glob("*.png"))
+    assert plots and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,algo",
     [("train_grpo.sh", "grpo"), ("train_dapo.sh", "dapo"), ("train_microcoder.sh", "microcoder-grpo")],
@@ -235,17 +253,18 @@ def test_learning_proof_smoke_writes_its_table_and_resumes(tmp_path):
 @pytest.mark.slow
 def test_warm_start_gate_checks_unseen_train_problems_and_records_them(tmp_path):
     """--target-pass: the gate's problems are kept out of the supervised pass, checked every
-    --check-every steps with the real judge, and the checks are recorded beside the model."""
+    --check-every steps from --first-check on with the real judge, and the checks are recorded
+    beside the model."""
     out = tmp_path / "warm"
     cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
     cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
-    cmd += ["--steps", "4", "--target-pass", "1.0", "--check-every", "2", "--check-problems", "3"]
-    cmd += ["--check-n", "2", "--max-tokens", "8"]
+    cmd += ["--steps", "6", "--target-pass", "1.0", "--check-every", "2", "--check-problems", "3"]
+    cmd += ["--check-n", "2", "--max-tokens", "8", "--first-check", "4"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "warm_start.json").read_text())
-    assert summary["steps"] == 4  # a random model never reaches 100 %: the pass runs to the end
-    assert [c["step"] for c in summary["checks"]] == [2, 4]
+    assert summary["steps"] == 6  # a random model never reaches 100 %: the pass runs to the end
+    assert [c["step"] for c in summary["checks"]] == [4, 6]
     assert all(0.0 <= c["gate_pass_rate"] <= 1.0 for c in summary["checks"])
     assert "on 3 unseen train problems" in done.stderr
     assert (out / "config.json").exists() and not (tmp_path / "warm.part").exists()

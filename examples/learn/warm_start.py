@@ -110,11 +110,17 @@ class TrainPassGate:
 
     def __init__(self, problems, tokenizer, *, target: float, n: int, max_tokens: int, seed: int):
         from mcoder.judge.config import JudgeConfig
-        from mcoder.judge.run import Judge
+        from mcoder.judge.core import Judge
 
         self.problems = list(problems)
         self.by_id = {p.id: p for p in self.problems}
-        self.tokenizer, self.target, self.n, self.max_tokens, self.seed = tokenizer, target, n, max_tokens, seed
+        self.tokenizer, self.target, self.n, self.max_tokens, self.seed = (
+            tokenizer,
+            target,
+            n,
+            max_tokens,
+            seed,
+        )
         self.judge = Judge(JudgeConfig()).__enter__()  # closed by close()
         self.history: list[dict] = []
 
@@ -162,13 +168,16 @@ def warm_start(
     layers: int,
     target_pass: float = 0.0,
     check_every: int = 25,
+    first_check: int = 0,
     check_problems: int = 16,
     check_n: int = 8,
     max_tokens: int = 64,
 ) -> Path:
     """Supervised pass of at most ``steps`` optimizer steps. With ``target_pass`` > 0,
     ``check_problems`` train problems are kept out of the pass and it stops at the first check
-    (every ``check_every`` steps) where their pass rate reaches ``target_pass``."""
+    (every ``check_every`` steps, from step ``first_check`` on) where their pass rate reaches
+    ``target_pass``. A check samples and judges 128 programs, which costs more than 25 steps of
+    the pass: ``make demo`` skips the early checks, which never pass."""
     import torch
 
     from mcoder.jsonl import read_records
@@ -188,7 +197,12 @@ def warm_start(
         held = set(random.Random(seed).sample(range(len(problems)), min(check_problems, len(problems) - 1)))
         sft = [p for i, p in enumerate(problems) if i not in held]
         gate = TrainPassGate(
-            [problems[i] for i in sorted(held)], tokenizer, target=target_pass, n=check_n, max_tokens=max_tokens, seed=seed
+            [problems[i] for i in sorted(held)],
+            tokenizer,
+            target=target_pass,
+            n=check_n,
+            max_tokens=max_tokens,
+            seed=seed,
         )
     rows = examples(sft, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
@@ -208,7 +222,8 @@ def warm_start(
                     f"sft step {step}/{steps} | loss {loss.item():.4f} | {time.perf_counter() - t0:.0f}s",
                     file=sys.stderr,
                 )
-            if gate is not None and step % check_every == 0 and gate.reached(model, step):
+            checking = gate is not None and step >= first_check and step % check_every == 0
+            if checking and gate.reached(model, step):
                 break
     finally:
         if gate is not None:
@@ -220,7 +235,12 @@ def warm_start(
     shutil.rmtree(part, ignore_errors=True)
     model.save_pretrained(part)
     tokenizer.save_pretrained(part)
-    summary = {"steps": done, "max_steps": steps, "target_pass": target_pass, "checks": gate.history if gate else []}
+    summary = {
+        "steps": done,
+        "max_steps": steps,
+        "target_pass": target_pass,
+        "checks": gate.history if gate else [],
+    }
     (part / "warm_start.json").write_text(json.dumps(summary, indent=2))
     shutil.rmtree(out, ignore_errors=True)
     part.rename(out)
@@ -231,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", required=True, help="problems JSONL with reference_solutions")
     parser.add_argument("--out", required=True, help="folder for the warm-started model")
-    parser.add_argument("--steps", type=int, default=500, help="optimizer steps (the most, with --target-pass)")
+    parser.add_argument(
+        "--steps", type=int, default=500, help="optimizer steps (the most, with --target-pass)"
+    )
     parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
     parser.add_argument("--layers", type=int, default=2, help="transformer layers of the tiny model")
@@ -244,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "(0: no gate, train on every problem for all --steps)",
     )
     parser.add_argument("--check-every", type=int, default=25, help="steps between gate checks")
+    parser.add_argument("--first-check", type=int, default=0, help="no gate check before this step")
     parser.add_argument(
         "--check-problems", type=int, default=16, help="train problems kept out of the pass for the gate"
     )
@@ -260,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         layers=args.layers,
         target_pass=args.target_pass,
         check_every=args.check_every,
+        first_check=args.first_check,
         check_problems=args.check_problems,
         check_n=args.check_n,
         max_tokens=args.max_tokens,
