@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test, from_dict, to_dict
 
 TIMING = {"elapsed_s", "cached"}

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.harness import LEETCODE_PRELUDE
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, from_dict
 
 

@@ -11,13 +11,13 @@ from helpers.dataset_real import examples, real
 from mcoder.dataset.verify import VerifyConfig, _Cell, decide, step_up, verify
 from mcoder.records import Problem, Test
 
-pytest.importorskip("mcoder.judge.run", reason="the judge library (mcoder.judge.run) is not in this tree")
+pytest.importorskip("mcoder.judge.core", reason="the judge library (mcoder.judge.core) is not in this tree")
 
 
 @pytest.fixture(scope="module")
 def judge():
     """One warm judge for the module (2 workers, 2 s per test; the cache is off, as verify needs)."""
-    from mcoder.judge.run import Judge
+    from mcoder.judge.core import Judge
 
     with Judge(VerifyConfig(workers=2, timeout_s=2.0).judge_config()) as j:
         yield j

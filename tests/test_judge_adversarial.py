@@ -29,7 +29,7 @@ import mcoder
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
 
 ADD = Problem(

@@ -18,7 +18,7 @@ import pytest
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout
 
 WRONG = """

@@ -9,7 +9,7 @@ import pytest
 from mcoder.errors import DataError, EnvironmentMissing
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.run import Judge, literal_value
+from mcoder.judge.core import Judge, literal_value
 from mcoder.records import Problem, Rollout, Test
 
 

@@ -16,7 +16,7 @@ from mcoder.errors import EnvironmentMissing
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.harness import CANDIDATE_ENV
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
 
 SUM_TESTS = [Test("3\n1 2 3\n", "6\n"), Test("2\n10 -4\n", "6\n"), Test("1\n7\n", "7\n")]

@@ -209,3 +209,25 @@ def test_a_bad_choice_is_refused_by_the_config_whoever_builds_it():
 
     with pytest.raises(UsageError, match="--engine"):
         LoopConfig(model="m", problems=Path("p"), run_dir=Path("r"), engine="tgi").validate()  # type: ignore[arg-type]
+
+
+def test_generated_switches_and_repeated_options_read_back():
+    """Options not given leave the config's defaults alone (a repeated option comes back empty,
+    not as "no modules"); a setting on by default is turned off by its --no- switch."""
+    import typer.main
+
+    from mcoder.cli.options import given
+
+    command = typer.main.get_command(app).commands["train"]  # type: ignore[attr-defined]
+    plain = command.make_context("train", ["-m", "x"]).params
+    assert given(TrainConfig, plain) == {} and given(JudgeConfig, plain, prefix="judge_") == {}
+    args = ["-m", "x", "--no-shuffle", "--no-judge-cache", "--judge-allow-package", "numpy",
+            "--judge-allow-package", "scipy", "--lora-target-modules", "q_proj", "--adam-betas", "0.8", "0.9"]  # fmt: skip
+    params = command.make_context("train", args).params
+    assert given(TrainConfig, params) == {
+        "shuffle": False, "lora_target_modules": ["q_proj"], "adam_betas": (0.8, 0.9)
+    }  # fmt: skip
+    assert given(JudgeConfig, params, prefix="judge_") == {
+        "cache": False,
+        "allow_packages": ("numpy", "scipy"),
+    }

@@ -7,7 +7,7 @@ import gc
 import threading
 import time
 
-from mcoder.judge.run import literal_value
+from mcoder.judge.core import literal_value
 
 
 class _Finaliser:

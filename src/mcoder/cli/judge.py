@@ -37,18 +37,26 @@ def register(app: typer.Typer) -> None:
     def judge(
         out: OutPath,
         problems: Annotated[
-            Path | None, typer.Option("--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin).")
+            Path | None,
+            typer.Option(
+                "--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin)."
+            ),
         ] = None,
         rollouts: Annotated[
             Path | None,
             typer.Option(
-                "--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin); with --merge, the check list."
+                "--rollouts",
+                "-r",
+                rich_help_panel=IO_PANEL,
+                help="Rollouts JSONL ('-' for stdin); with --merge, the check list.",
             ),
         ] = None,
         merge: Annotated[
             bool,
             typer.Option(
-                "--merge", metavar=FLAG, rich_help_panel=MERGE,
+                "--merge",
+                metavar=FLAG,
+                rich_help_panel=MERGE,
                 help="Join the verdict files PARTS of --shard runs into OUT, checking that no rollout "
                 "is judged twice (and, with --rollouts, that every one is judged).",
             ),
@@ -58,36 +66,91 @@ def register(app: typer.Typer) -> None:
             typer.Argument(metavar="PARTS", help="With --merge: the shards' verdict files."),
         ] = None,
         workers: Annotated[
-            int, typer.Option("--workers", "-w", rich_help_panel=POOL, help="Candidates run at once (0 = one per core).")
+            int,
+            typer.Option(
+                "--workers", "-w", rich_help_panel=POOL, help="Candidates run at once (0 = one per core)."
+            ),
         ] = 0,
         timeout: Annotated[
-            float, typer.Option("--timeout", rich_help_panel=LIMITS, help="Wall-clock (and CPU) limit per test, seconds.")
+            float,
+            typer.Option(
+                "--timeout",
+                rich_help_panel=LIMITS,
+                help="CPU-time limit per test (whole process tree), seconds.",
+            ),
         ] = 6.0,
+        wall_factor: Annotated[
+            float,
+            typer.Option(
+                "--wall-factor",
+                rich_help_panel=LIMITS,
+                help="Wall-clock backstop per test, as a multiple of --timeout (the limit itself is CPU time).",
+            ),
+        ] = 3.0,
         memory_mb: Annotated[
-            int, typer.Option("--memory-mb", rich_help_panel=LIMITS, help="Memory (address space) limit, MiB.")
+            int,
+            typer.Option(
+                "--memory-mb",
+                rich_help_panel=LIMITS,
+                help="Each process's address space, and the whole tree's memory where cgroups allow, MiB.",
+            ),
         ] = 1024,
+        allow_package: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allow-package",
+                rich_help_panel=LIMITS,
+                help="A third-party package programs may import (repeatable); by default they see the "
+                "standard library only.",
+            ),
+        ] = None,
+        no_cache: Annotated[
+            bool,
+            typer.Option(
+                "--no-cache",
+                metavar=FLAG,
+                rich_help_panel=POOL,
+                help="Run every rollout, identical programs too (by default a program's first outcome is "
+                "replayed for identical text, random or time-dependent programs included).",
+            ),
+        ] = False,
         compare: Annotated[
             str,
             typer.Option(
-                "--compare", rich_help_panel=GRADING, help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules)."
+                "--compare",
+                rich_help_panel=GRADING,
+                help="microcoder (tolerant, never wrong) or strict (LiveCodeBench's rules).",
             ),
         ] = "microcoder",
         reward: Annotated[
-            str, typer.Option("--reward", rich_help_panel=GRADING, help="binary (all tests pass) or fraction (share passed).")
+            str,
+            typer.Option(
+                "--reward",
+                rich_help_panel=GRADING,
+                help="binary (all tests pass) or fraction (share passed).",
+            ),
         ] = "binary",
         shard: Annotated[
-            str | None, typer.Option("--shard", rich_help_panel=MERGE, help="Judge only shard i of n (i/n, by rollout id).")
+            str | None,
+            typer.Option(
+                "--shard", rich_help_panel=MERGE, help="Judge only shard i of n (i/n, by rollout id)."
+            ),
         ] = None,
         no_early_exit: Annotated[
             bool,
             typer.Option(
-                "--no-early-exit", metavar=FLAG, rich_help_panel=GRADING, help="Run every test even after a failure (for --reward fraction)."
+                "--no-early-exit",
+                metavar=FLAG,
+                rich_help_panel=GRADING,
+                help="Run every test even after a failure (for --reward fraction).",
             ),
         ] = False,
         unsafe_no_sandbox: Annotated[
             bool,
             typer.Option(
-                "--unsafe-no-sandbox", metavar=FLAG, rich_help_panel=POOL,
+                "--unsafe-no-sandbox",
+                metavar=FLAG,
+                rich_help_panel=POOL,
                 help="Run candidates without isolation: only inside a VM or container "
                 "that isolates the judge already.",
             ),
@@ -133,6 +196,9 @@ def register(app: typer.Typer) -> None:
             reward=reward,
             early_exit=False if no_early_exit else None,
             unsafe_no_sandbox=unsafe_no_sandbox,
+            wall_factor=wall_factor,
+            allow_packages=tuple(allow_package or ()),
+            cache=not no_cache,
         )
         judge_files(cfg, problems, rollouts, out, Shard.parse(shard), overwrite=overwrite)
         if str(out) != "-":

@@ -36,6 +36,8 @@ def _cli_type(tp: Any, name: str) -> Any:
     if get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         tp = args[0] if len(args) == 1 else str
+    if get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,):
+        return list[get_args(tp)[0]]  # any number of values: the option is repeated
     return tp
 
 
@@ -83,36 +85,45 @@ def config_options(
             help_text += f" (default {_shown(default)})"
         tp = _cli_type(types_[f.name], f"{cls.__name__}_{f.name}")
         name = flag(flag_prefix + f.name)
-        # a switch that is on by default (or in a preset) can also be turned off
-        negatable = tp is bool and (default is True or True in presets.values())
-        decls = names.get(f.name) or ((f"{name}/--no-{name[2:]}",) if negatable else (name,))
+        pname = prefix + f.name
+        if tp is bool and default is True and f.name not in names:
+            # on by default: one switch that turns it off (read back inverted by ``given``)
+            decls, pname = (f"--no-{name[2:]}",), NEGATED + pname
+            help_text = "Turn off: " + help_text
+        elif tp is bool and True in presets.values():
+            decls = (f"{name}/--no-{name[2:]}",)  # on in a preset: either way
+        else:
+            decls = names.get(f.name) or (name,)
         section = panel or (doc.section.capitalize() if doc and doc.section else None)
         choices = choices_of(types_[f.name])
         if (
             choices is not None
         ):  # listed in the help (a long <a|b|c> would squeeze the flag names at 80 columns)
             help_text += " Choices: " + ", ".join(map(str, choices)) + "."
-        metavar = (
-            ""
-            if tp is bool
-            else "<choice>"
-            if choices is not None
-            else "<x y>"
-            if get_origin(tp) is tuple
-            else None
-        )
         option = typer.Option(
-            *decls, help=help_text, rich_help_panel=section, show_default=False, metavar=metavar
+            *decls, help=help_text, rich_help_panel=section, show_default=False, metavar=_metavar(tp, choices)
         )
         params.append(
             inspect.Parameter(
-                prefix + f.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=Annotated[tp | None, option],
+                pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[tp | None, option]
             )
         )
     return params
+
+
+NEGATED = "not__"  # parameter-name mark of a --no-X switch
+
+
+def _metavar(tp: Any, choices: tuple[Any, ...] | None) -> str | None:
+    if tp is bool:
+        return ""
+    if choices is not None:
+        return "<choice>"
+    if get_origin(tp) is tuple:
+        return "<x y>"  # a pair
+    if get_origin(tp) is list:
+        return f"<{get_args(tp)[0].__name__}>"  # repeated
+    return None
 
 
 def _field_default(f: dataclasses.Field) -> Any:
@@ -128,8 +139,10 @@ def given(cls: type, values: Mapping[str, Any], prefix: str = "") -> dict[str, A
     out = {}
     for f in dataclasses.fields(cls):
         v = values.get(prefix + f.name)
-        if v is None:
-            continue
+        if values.get(NEGATED + prefix + f.name):
+            v = False
+        if v is None or (isinstance(v, (list, tuple)) and not v):
+            continue  # a repeated option given no time comes as an empty sequence
         if isinstance(v, list) and get_origin(field_types(cls)[f.name]) is tuple:
             v = tuple(v)
         out[f.name] = v

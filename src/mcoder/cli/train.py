@@ -66,7 +66,7 @@ def _params() -> list:
             JudgeConfig,
             prefix="judge_",
             flag_prefix="judge_",
-            names={"unsafe_no_sandbox": ("--unsafe-no-sandbox",)},
+            names={"unsafe_no_sandbox": ("--unsafe-no-sandbox",), "allow_packages": ("--judge-allow-package",)},
             panel="Judge (loop)",
         ),
     ]

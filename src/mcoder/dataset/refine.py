@@ -49,7 +49,7 @@ class Refiner:
 
     def __enter__(self) -> Refiner:  # noqa: PYI034 (no subclasses)
         if self.verify_cfg is not None:
-            from mcoder.judge.run import Judge
+            from mcoder.judge.core import Judge
 
             self._judge = Judge(self.verify_cfg.judge_config()).__enter__()
             if self._progress is None:

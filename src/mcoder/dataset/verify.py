@@ -269,7 +269,7 @@ def _open_judge(judge, cfg: VerifyConfig):
     if judge is not None:
         yield judge
         return
-    from mcoder.judge.run import Judge
+    from mcoder.judge.core import Judge
 
     with Judge(cfg.judge_config()) as made:
         yield made

@@ -3,13 +3,14 @@
 Modules, in the order a rollout meets them:
 
 - ``extract``: the program in a completion (last fenced Python block, else bare code);
-- ``run``: ``Judge``, the library entry point (warm pool, cache, comparison, verdicts);
+- ``core``: ``Judge``, the library entry point (warm pool, cache, comparison, verdicts);
 - ``cache``: outcomes by (program, tests, limits, comparison), so identical programs run once;
 - ``pool``: the judge's side of the warm workers (start, hand out, restart);
 - ``worker``: a warm fork server in the sandbox, one candidate (or check) at a time;
 - ``harness``: what runs inside a candidate process (limits, stdin tests, serving calls);
 - ``checker``: the trusted side of a functional test, in a process of its own;
 - ``plain``: the plain data (and nothing else) that crosses between candidate and judge;
+- ``framing``: the length-prefixed frames every pipe of the judge carries;
 - ``sandbox``: the Linux isolation (namespaces, Landlock, seccomp, cgroups, user ids, rlimits,
   cleanup), and what it guarantees and what not;
 - ``compare``: whether an output or return value answers a test;

@@ -71,9 +71,7 @@ class _CandidateOutOfMemory(BaseException):
 
 
 def _namespace(fn_name: str | None, limit: int) -> dict:
-    from mcoder.judge.worker import PRELUDE
-
-    ns = dict(PRELUDE)
+    ns = dict(harness.prelude())
     ns["__name__"] = "check"
 
     class Solution:

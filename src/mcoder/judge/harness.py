@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dis
 import fcntl
-import struct
+import functools
 import io
 import json
 import os
@@ -29,6 +29,7 @@ import traceback
 import types
 
 from mcoder.judge import sandbox
+from mcoder.judge.framing import read_frame, write_frame
 
 REPORT_FD = 3
 # The whole environment of a candidate (with HOME and TMPDIR, its folder): nothing of the judge's.
@@ -208,9 +209,11 @@ def run_stdin(code) -> None:
     os._exit(0)
 
 
-def prelude_namespace() -> dict:
-    """LeetCode's names, made once in the worker; each candidate starts from a copy. The module
-    is not ``__main__``: a program's own ``if __name__ == "__main__":`` demo must not run here."""
+@functools.cache
+def prelude() -> dict:
+    """LeetCode's names, made once per process (the worker, before it forks, and a checks
+    process); each candidate or check starts from a copy. The module is not ``__main__``: a
+    program's own ``if __name__ == "__main__":`` demo must not run here."""
     ns = {"__name__": "solution", "__file__": "main.py", "__builtins__": __builtins__}
     exec(compile(LEETCODE_PRELUDE, "prelude.py", "exec"), ns)
     return ns
@@ -248,34 +251,6 @@ def resolve(ns: dict, fn_name: str | None, defined: set[str]):
 
 
 CALL_IN, CALL_OUT = 3, 4  # the fds a call server reads requests from and writes replies to
-
-
-def write_frame(fd: int, payload: bytes) -> None:
-    view = memoryview(struct.pack("<I", len(payload)) + payload)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_frame(fd: int, limit: int) -> bytes | None:
-    """One frame, or None at the end of the stream (or a frame over ``limit`` bytes)."""
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    (n,) = struct.unpack("<I", head)
-    if n > limit:
-        return None
-    return _read_exact(fd, n)
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, left = [], n
-    while left:
-        b = os.read(fd, min(left, 1 << 20))
-        if not b:
-            return None
-        chunks.append(b)
-        left -= len(b)
-    return b"".join(chunks)
 
 
 def serve_calls(code, prelude: dict, max_value_bytes: int) -> None:

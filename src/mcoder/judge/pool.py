@@ -14,7 +14,6 @@ import pickle
 import queue
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -22,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcoder.errors import EnvironmentMissing
+from mcoder.judge import framing, sandbox
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge import sandbox
 from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
@@ -144,15 +143,13 @@ class Worker:
         self.start()
 
     def _send(self, obj) -> None:
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+        self.proc.stdin.write(framing.dumps(obj))
         self.proc.stdin.flush()
 
     def _recv(self):
-        head = self.proc.stdout.read(4)
-        if len(head) < 4:
+        n = framing.frame_length(self.proc.stdout.read(framing.HEADER.size))
+        if n is None:
             raise WorkerDied(f"judge worker {self.slot} exited (code {self.proc.poll()})")
-        (n,) = struct.unpack("<I", head)
         return pickle.loads(self.proc.stdout.read(n))
 
     def close(self, keep_lease: bool = False) -> None:

@@ -924,4 +924,4 @@ def _pid_alive(pid: int) -> bool:
 def _unmount_below(folder: str) -> None:
     """Worker tmpfs mounts live in the workers' own mount namespaces, so nothing is mounted in
     ours; this only guards against a folder mounted by hand."""
-    return None
+    return

@@ -18,7 +18,7 @@ from mcoder import console
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import RecordWriter, UniqueIds, display_name, index_records, read_numbered
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.run import Judge
+from mcoder.judge.core import Judge
 from mcoder.outputs import claim_output
 from mcoder.records import STATUSES, Problem, Rollout, Verdict
 

@@ -32,11 +32,10 @@ import select
 import shutil
 import signal
 import socket
-import struct
 import sys
 import time
 
-from mcoder.judge import harness, sandbox
+from mcoder.judge import framing, harness, sandbox
 
 # Imported once here so that every forked candidate finds them loaded.
 PREIMPORTS = [
@@ -70,31 +69,19 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Protocol:
+    """Framed pickles with the judge over stdin/stdout (``framing``)."""
+
     def __init__(self, rfd: int, wfd: int):
         self.rfd, self.wfd = rfd, wfd
 
     def recv(self):
-        head = self._read(4)
-        if head is None:
-            return None
-        (n,) = struct.unpack("<I", head)
-        return pickle.loads(self._read(n))
+        data = framing.read_frame(self.rfd)
+        return None if data is None else pickle.loads(data)
 
     def send(self, obj) -> None:
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(struct.pack("<I", len(data)) + data)
+        view = memoryview(framing.dumps(obj))
         while view:
             view = view[os.write(self.wfd, view) :]
-
-    def _read(self, n: int) -> bytes | None:
-        chunks, left = [], n
-        while left:
-            b = os.read(self.rfd, min(left, 1 << 20))
-            if not b:
-                return None
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
 
 
 class Clock:
@@ -173,7 +160,7 @@ class Child:
         if self.wfd < 0:
             os.set_blocking(wfd, False)
             self.wfd = wfd
-        self.pending += struct.pack("<I", len(payload)) + payload
+        self.pending += framing.frame(payload)
         self._pump()
 
     def _pump(self) -> None:
@@ -219,10 +206,8 @@ class Child:
     def _ready(self, frames: bool) -> bool:
         if not frames:
             return b"\n" in self.res
-        if len(self.res) < 4:
-            return False
-        (n,) = struct.unpack("<I", self.res[:4])
-        return len(self.res) >= 4 + n
+        n = framing.frame_length(self.res)
+        return n is not None and len(self.res) >= framing.HEADER.size + n
 
     def pop_report(self) -> dict:
         line, _, rest = bytes(self.res).partition(b"\n")
@@ -234,9 +219,10 @@ class Child:
         return obj if isinstance(obj, dict) else {"ok": False, "exc": "BadReport", "mem": False}
 
     def pop_frame(self) -> bytes:
-        (n,) = struct.unpack("<I", self.res[:4])
-        frame = bytes(self.res[4 : 4 + n])
-        del self.res[: 4 + n]
+        start = framing.HEADER.size
+        end = start + framing.frame_length(self.res)
+        frame = bytes(self.res[start:end])
+        del self.res[:end]
         return frame
 
     def drain(self) -> None:
@@ -305,7 +291,7 @@ class Child:
 # ---------------------------------------------------------------- the worker's state
 
 SETUP: dict = {}
-PRELUDE = harness.prelude_namespace()
+PRELUDE = harness.prelude()
 
 
 def _oom_kills() -> int:

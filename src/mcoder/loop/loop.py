@@ -54,7 +54,7 @@ def run_loop(cfg: LoopConfig) -> Path:
 def _run(
     cfg: LoopConfig, run: RunFolder, problems: list[Problem], by_id: dict[str, Problem], main: bool
 ) -> Path:
-    from mcoder.judge.run import Judge
+    from mcoder.judge.core import Judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
     from mcoder.train.distributed import barrier, broadcast_result, make_trainer, world_size

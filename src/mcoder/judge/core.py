@@ -317,7 +317,7 @@ def _repr(value: Any) -> str:
 
 def _functional(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: "_Grader",
+    indexes: list[int], payload: list, grader: _Grader,
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
@@ -331,7 +331,7 @@ def _functional(
 
 def _functional_run(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: "_Grader",
+    indexes: list[int], payload: list, grader: _Grader,
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
