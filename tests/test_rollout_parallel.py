@@ -58,7 +58,8 @@ def test_tensor_parallel_size_reaches_vllm(monkeypatch, tiny_model, src, tmp_pat
             seen.update(kwargs)
             raise RuntimeError("stop after construction")
 
-    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=FakeLLM))
+    fake = types.SimpleNamespace(LLM=FakeLLM, envs=types.SimpleNamespace())  # envs: read while the engine is built
+    monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr("mcoder.rollout.engines.factory.vllm_available", lambda: True)
     res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "vllm", "--tensor-parallel-size", "2")
     assert seen.get("tensor_parallel_size") == 2
