@@ -131,10 +131,14 @@ def test_grpo_step_smoke(tmp_path):
 @pytest.mark.slow
 def test_demo_smoke_prints_the_before_after_table(tmp_path):
     """The demo's plumbing at its smoke size (a 10-step warm start learns nothing yet): a warm
-    start, two held-out evaluations on the same problems, the loop with auto temperature, plots."""
-    done = run_recipe("demo.sh", "--smoke", "--out", "demo", cwd=tmp_path, timeout=600)
+    start, two held-out evaluations on the same problems, the loop (here with --temperature auto,
+    whose choice and table are printed), plots."""
+    done = run_recipe(
+        "demo.sh", "--smoke", "--out", "demo", "--temperature", "auto", cwd=tmp_path, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "before RL" in done.stdout and "after RL" in done.stdout and "demo done in" in done.stdout
+    assert "chosen by diversity" in done.stdout
     out = tmp_path / "demo"
     before = read_jsonl(out / "before" / "verdicts.jsonl", Verdict)
     after = read_jsonl(out / "after" / "verdicts.jsonl", Verdict)
