@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -126,18 +125,15 @@ class VLLMFull:
         self.engine = None
         if is_main():
             self.engine = vllm_engine(start, cfg.train, in_process=True, sleep=cfg.vllm_sleep)
-        self.seconds = 0.0  # the last sync's wall time
-        self.tensors = 0  # and how many tensors it handed over
 
     def sync(self) -> None:
         """Stream the policy's weights into the engine (every rank: the gathers are collectives)."""
-        t0 = time.perf_counter()
         weights = policy_weights(self.trainer)
         if self.engine is not None:
-            self.tensors = self.engine.load_weights(weights)
+            self.engine.load_weights(weights)
         else:
-            self.tensors = sum(1 for _ in weights)  # join each gather; rank 0's engine keeps the tensor
-        self.seconds = time.perf_counter() - t0
+            for _ in weights:  # join each gather; rank 0's engine keeps the tensor
+                pass
 
     def before_update(self) -> None:
         if self.engine is not None:
