@@ -231,3 +231,24 @@ def test_generated_switches_and_repeated_options_read_back():
         "cache": False,
         "allow_packages": ("numpy", "scipy"),
     }
+
+
+def test_rollout_and_the_loop_share_one_sampling_declaration(tmp_path):
+    """`mcoder rollout` and the loop sample with the same declared settings (one rule for the
+    diversity-determined temperature), rollout only changing defaults."""
+    import typer.main
+
+    from mcoder.cli.rollout import make_config
+    from mcoder.rollout.config import RolloutConfig
+
+    shared = {f.name for f in dataclasses.fields(SamplingConfig)}
+    assert issubclass(RolloutConfig, SamplingConfig) and shared <= {
+        f.name for f in dataclasses.fields(RolloutConfig)
+    }
+    assert field_docs(RolloutConfig)["n"] == field_docs(SamplingConfig)["n"]
+    command = typer.main.get_command(app).commands["rollout"]  # type: ignore[attr-defined]
+    args = ["-p", "p.jsonl", "-m", "m", "-o", "o.jsonl", "--temperature", "auto", "--temperature-rule", "rise",
+            "--diversity-rise", "0.3"]  # fmt: skip
+    cfg = make_config(command.make_context("rollout", list(args)).params)  # (the parser consumes its list)
+    assert (cfg.temperature_rule, cfg.diversity_rise, cfg.diversity_target, cfg.n) == ("rise", 0.3, None, 8)
+    assert make_config(command.make_context("rollout", args[:6]).params).spec.fixed == 1.0

@@ -61,9 +61,10 @@ def field_docs(cls: type) -> dict[str, FieldDoc]:
                 section = m.group(1)
                 break
         docs[node.target.id] = FieldDoc(text, section)
-    for base in cls.__mro__[1:]:
-        if dataclasses.is_dataclass(base):
-            docs = {**field_docs(base), **docs}
+    for base in cls.__mro__[1:2]:
+        if dataclasses.is_dataclass(base):  # a field redeclared without a docstring keeps its base's
+            inherited = field_docs(base)
+            docs = {**inherited, **{k: d for k, d in docs.items() if d.help or k not in inherited}}
     return docs
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,7 @@ from mcoder.cli.common import (
     command_options,
     guarded,
 )
+from mcoder.cli.options import config_options, with_options
 from mcoder.console import emit
 
 SAMPLING = "Sampling"
@@ -34,7 +36,22 @@ def register(app: typer.Typer) -> None:
             help="Sample G completions per problem (token ids, log-probs, finish reasons).",
             example="mcoder rollout -p problems.jsonl -m MODEL -o rollouts.jsonl --n 8 --max-tokens 1024",
         )
-    )(rollout)  # fmt: skip
+    )(with_options(rollout, _params()))  # fmt: skip
+
+
+def _params() -> list[inspect.Parameter]:
+    """The options written below, and the diversity rule's own from SamplingConfig's fields."""
+    from mcoder.rollout.sampling import SamplingConfig
+
+    written = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(rollout, eval_str=True).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    return [
+        *written,
+        *config_options(SamplingConfig, only={"temperature_rule", "diversity_rise"}, panel=AUTO_T),
+    ]
 
 
 @guarded
@@ -75,7 +92,8 @@ def rollout(
         typer.Option(
             "--diversity-target",
             rich_help_panel=AUTO_T,
-            help="With --temperature auto: diversity the chosen T must reach.",
+            help="With --temperature auto: an absolute diversity the chosen T must reach, instead of "
+            "--temperature-rule.",
         ),
     ] = None,
     temperature_candidates: Annotated[
@@ -171,11 +189,12 @@ def rollout(
     overwrite: Overwrite = False,
     quiet: Quiet = False,
     help_: HelpFlag = False,
+    **rule,
 ) -> None:
     from mcoder.rollout.stage import run_rollout
 
     apply_quiet(quiet)
-    cfg = make_config(locals())
+    cfg = make_config({**locals(), **rule})
     summary = run_rollout(cfg)
     if str(out) != "-":
         emit(summary.out)
@@ -184,11 +203,10 @@ def rollout(
 def make_config(params: dict):
     """The RolloutConfig of the parsed options (also how a data-parallel replica's flags are read back)."""
     from mcoder.rollout.config import RolloutConfig
-    from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, parse_candidates
+    from mcoder.rollout.temperature import DEFAULT_CANDIDATES, parse_candidates
 
-    p = dict(params)
-    p["diversity_target"] = DEFAULT_TARGET if p["diversity_target"] is None else p["diversity_target"]
-    cands = p["temperature_candidates"]
+    p = {k: v for k, v in params.items() if v is not None or k in ("temperature", "diversity_target")}
+    cands = p.get("temperature_candidates")
     p["temperature_candidates"] = parse_candidates(cands) if cands else DEFAULT_CANDIDATES
     fields = {f.name for f in dataclasses.fields(RolloutConfig)}
     return RolloutConfig(**{k: v for k, v in p.items() if k in fields})

@@ -76,20 +76,8 @@ class DiversityStages:
         ]
 
     def _measure(self, step: int) -> None:
-        from mcoder.rollout.temperature import choose_temperature, diversity_table
-
         s = self.sampling
-        table = diversity_table(
-            self.engine,
-            self.tokenizer,
-            self.probe,
-            candidates=s.temperature_candidates,
-            n=max(s.n, 2),
-            max_tokens=s.max_tokens,
-            seed=self.seed + step,
-            measure=s.diversity_measure,
-        )
-        choice = choose_temperature(table, rule=s.temperature_rule, target=self.target, rise=self.rise)
+        choice, table = s.choose_temperature(self.engine, self.tokenizer, self.probe, seed=self.seed + step)
         chosen = choice.temperature
         self.stages = [x for x in self.stages if x["from_step"] < step]
         self.stages.append({"from_step": step, "temperature": chosen, "table": table, **choice.to_json()})

@@ -1,4 +1,8 @@
-"""The rollout stage's configuration: one field per flag, validated with hints."""
+"""The rollout stage's configuration: one field per flag, validated with hints.
+
+The sampling settings (group size, length limit, temperature and its choice by diversity) are
+``SamplingConfig``'s, declared once for rollout and the loop; rollout adds its inputs, outputs,
+engine and sampler settings, and its own larger defaults."""
 
 from __future__ import annotations
 
@@ -6,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcoder.errors import UsageError
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_TARGET, TemperatureSchedule
+from mcoder.rollout.sampling import SamplingConfig
+from mcoder.rollout.temperature import TemperatureSchedule
 
 
-@dataclass
-class RolloutConfig:
+@dataclass(kw_only=True)
+class RolloutConfig(SamplingConfig):
     # -- inputs and outputs
     problems: Path
     """Problems JSONL ('-' for stdin)."""
@@ -25,13 +30,11 @@ class RolloutConfig:
     overwrite: bool = False
     """Start over instead of resuming."""
 
-    # -- sampling
+    # -- sampling (SamplingConfig's fields, with rollout's defaults)
     n: int = 8
-    """Samples per problem (GRPO's group size G)."""
     max_tokens: int = 1024
-    """Most completion tokens; a sample cut here has finish_reason 'length'."""
     temperature: str | None = None
-    """Sampling temperature: a number (default 1.0), or 'auto' to choose it from measured diversity."""
+    probe_problems: int = 16
     temperature_schedule: str | None = None
     """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
     step: int = 0
@@ -48,16 +51,6 @@ class RolloutConfig:
     """A prompt longer than the model's context minus max_tokens: skip (counted and named in the
     summary) or error (exit 3 before any sampling)."""
 
-    # -- temperature selection (--temperature auto)
-    diversity_target: float = DEFAULT_TARGET
-    """Smallest mean group diversity the chosen temperature must reach."""
-    temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
-    """Temperatures probed, lowest first."""
-    probe_problems: int = 16
-    """Problems sampled at each candidate temperature."""
-    diversity_measure: str = "lexical"
-    """Diversity measure for selection: lexical or program."""
-
     # -- engine
     engine: str = "auto"
     """auto (vLLM when installed, else hf), hf or vllm."""
@@ -71,10 +64,7 @@ class RolloutConfig:
     """No progress bar or tables."""
 
     def validate(self) -> RolloutConfig:
-        if self.n < 1:
-            raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
-        if self.max_tokens < 1:
-            raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
+        SamplingConfig.validate(self)
         if self.long_prompts not in ("skip", "error"):
             raise UsageError(f"--long-prompts {self.long_prompts}: unknown", hint="use skip or error")
         if self.batch_size < 1:
@@ -104,27 +94,19 @@ class RolloutConfig:
                     hint="choose T once (a run with --temperature auto, see its summary), then pass it",
                 )
             if str(self.out) == "-":
-                raise UsageError("--data-parallel-size > 1 writes part files beside --out", hint="pass a path")
+                raise UsageError(
+                    "--data-parallel-size > 1 writes part files beside --out", hint="pass a path"
+                )
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
         if self.temperature_schedule is not None:
             if self.temperature is not None:
-                raise UsageError("--temperature and --temperature-schedule both given", hint="pass one of them")
+                raise UsageError(
+                    "--temperature and --temperature-schedule both given", hint="pass one of them"
+                )
             TemperatureSchedule.parse(self.temperature_schedule)
-        elif self.temperature != "auto":
-            self.fixed_temperature()
-        if self.temperature == "auto" and self.n < 2:
-            raise UsageError("--temperature auto measures diversity within groups", hint="pass --n 2 or more")
         return self
 
     def fixed_temperature(self) -> float:
         """The temperature when it is neither 'auto' nor scheduled."""
-        if self.temperature is None:
-            return 1.0
-        try:
-            t = float(self.temperature)
-        except ValueError:
-            raise UsageError(f"--temperature {self.temperature!r}: not a number", hint="a number >= 0, or auto") from None
-        if t < 0:
-            raise UsageError(f"--temperature {t} is negative", hint="0 is greedy; sampling uses > 0")
-        return t
+        return self.spec.fixed

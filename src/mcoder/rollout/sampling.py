@@ -1,7 +1,8 @@
 """How a policy is sampled: group size, length limit, temperature and its choice by diversity.
 
-One declaration for the settings ``train --loop`` samples with; each field's docstring is its
-``--help`` text. Defaults are the loop's (small batches on one machine).
+One declaration for the settings ``train --loop`` and ``mcoder rollout`` sample with
+(``RolloutConfig`` extends this class); each field's docstring is its ``--help`` text. Defaults
+are the loop's (small batches on one machine); rollout's own larger ones are set there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class SamplingConfig:
     """Samples per problem (GRPO's group size G)."""
     max_tokens: int = 512
     """L_max: most completion tokens; a sample cut here has finish_reason 'length'."""
-    temperature: str = "1.0"
+    temperature: str | None = "1.0"
     """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
 
     # --- temperature selection
@@ -42,7 +43,8 @@ class SamplingConfig:
 
     def validate(self) -> SamplingConfig:
         check_choices(self)
-        self.temperature = str(self.temperature)
+        if self.temperature is not None:
+            self.temperature = str(self.temperature)
         spec = self.spec  # parses, or a usage error naming the flag
         if self.n < 1:
             raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
@@ -69,4 +71,25 @@ class SamplingConfig:
 
     @property
     def spec(self) -> TemperatureSpec:
-        return TemperatureSpec.parse(self.temperature)
+        """The temperature as given (None: not given, 1.0)."""
+        return TemperatureSpec.parse("1.0" if self.temperature is None else self.temperature)
+
+    def choose_temperature(self, engine, tokenizer, probe, seed: int):
+        """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
+        temperature, and T read off the curve by this config's rule."""
+        from mcoder.rollout.temperature import choose_temperature, diversity_table
+
+        table = diversity_table(
+            engine,
+            tokenizer,
+            probe,
+            candidates=self.temperature_candidates,
+            n=max(self.n, 2),
+            max_tokens=self.max_tokens,
+            seed=seed,
+            measure=self.diversity_measure,
+        )
+        choice = choose_temperature(
+            table, rule=self.temperature_rule, target=self.diversity_target, rise=self.diversity_rise
+        )
+        return choice, table

@@ -33,7 +33,7 @@ from mcoder.rollout.summary import (
     show_summary,
     show_temperature_table,
 )
-from mcoder.rollout.temperature import TemperatureSchedule, select_temperature
+from mcoder.rollout.temperature import TemperatureSchedule
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
@@ -49,6 +49,7 @@ def rollout_settings(cfg: RolloutConfig) -> dict:
         settings.update(
             diversity_target=cfg.diversity_target, temperature_candidates=list(cfg.temperature_candidates),
             probe_problems=cfg.probe_problems, diversity_measure=cfg.diversity_measure,
+            temperature_rule=cfg.temperature_rule, diversity_rise=cfg.diversity_rise,
         )  # fmt: skip
     return settings
 
@@ -164,7 +165,7 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
         t = TemperatureSchedule.parse(cfg.temperature_schedule).at(cfg.step)
         console.info(f"temperature {t:g} (schedule {cfg.temperature_schedule}, step {cfg.step})")
         return t, None
-    if cfg.temperature != "auto":
+    if not cfg.spec.auto:
         return cfg.fixed_temperature(), None
     record = _choice_path(cfg.out)
     if record is not None and record.exists() and not cfg.overwrite:
@@ -172,22 +173,14 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
         console.info(f"temperature {saved['temperature']:g} (chosen earlier, see {record})")
         return saved["temperature"], [tuple(r) for r in saved["table"]]
     probe = problems[: cfg.probe_problems]  # the first problems whose prompts fit
-    chosen, table = select_temperature(
-        engine,
-        tokenizer,
-        probe,
-        candidates=cfg.temperature_candidates,
-        target=cfg.diversity_target,
-        n=cfg.n,
-        max_tokens=cfg.max_tokens,
-        seed=cfg.seed,
-        measure=cfg.diversity_measure,
-    )
-    show_temperature_table(table, chosen, cfg.diversity_target, cfg.diversity_measure, len(probe))
+    choice, table = cfg.choose_temperature(engine, tokenizer, probe, seed=cfg.seed)
+    show_temperature_table(table, choice, cfg.diversity_measure, len(probe))
     if record is not None:
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(_choice(cfg, chosen, table, len(probe)), indent=1) + "\n")
-    return chosen, table
+        record.write_text(
+            json.dumps({**_choice(cfg, table, len(probe)), **choice.to_json()}, indent=1) + "\n"
+        )
+    return choice.temperature, table
 
 
 def _choice_path(out: Path) -> Path | None:
@@ -195,15 +188,9 @@ def _choice_path(out: Path) -> Path | None:
     return None if str(out) == STDIO else Path(str(out) + ".temperature.json")
 
 
-def _choice(cfg: RolloutConfig, chosen: float, table, probe: int) -> dict:
+def _choice(cfg: RolloutConfig, table, probe: int) -> dict:
     return {
-        "temperature": chosen,
-        "table": table,
-        "target": cfg.diversity_target,
-        "measure": cfg.diversity_measure,
-        "probe_problems": probe,
-        "n": cfg.n,
-        "max_tokens": cfg.max_tokens,
-        "seed": cfg.seed,
-        "model": cfg.model,
-    }
+        "table": table, "target": cfg.diversity_target, "rise": cfg.diversity_rise,
+        "rule_asked": cfg.temperature_rule, "measure": cfg.diversity_measure, "probe_problems": probe,
+        "n": cfg.n, "max_tokens": cfg.max_tokens, "seed": cfg.seed, "model": cfg.model,
+    }  # fmt: skip

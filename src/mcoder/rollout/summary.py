@@ -64,16 +64,14 @@ def account(summary: RolloutSummary, rollouts: list) -> None:
     summary.truncated += sum(r.finish_reason == "length" for r in rollouts)
 
 
-def show_temperature_table(table, chosen: float, target: float, measure: str, probe: int) -> None:
-    rows = [(f"{t:g}", f"{d:.3f}", "<- chosen" if t == chosen else "") for t, d in table]
-    console.show(
-        console.table(
-            f"D(T): {measure} diversity on {probe} probe problems, target {target:g}", ["T", "D", ""], rows
-        )
-    )
-    if all(d < target for _, d in table):
-        console.warn(f"no candidate temperature reaches diversity {target:g}; using the highest, {chosen:g}")
-    console.info(f"temperature {chosen:g} (smallest reaching {measure} diversity {target:g})")
+def show_temperature_table(table, choice, measure: str, probe: int) -> None:
+    """The D(T) table and the temperature ``choice`` (a ``TemperatureChoice``) read off it."""
+    rows = [(f"{t:g}", f"{d:.3f}", "<- chosen" if t == choice.temperature else "") for t, d in table]
+    title = f"D(T): {measure} diversity on {probe} probe problems, rule {choice.rule}"
+    console.show(console.table(title, ["T", "D", ""], rows))
+    if choice.at_edge:
+        console.warn(f"temperature {choice.temperature:g} is at the edge of the candidates: {choice.note}")
+    console.info(f"temperature {choice.temperature:g} ({choice.rule}: D >= {choice.threshold:.3f})")
 
 
 def show_summary(s: RolloutSummary) -> None:

@@ -300,7 +300,8 @@ class TemperatureSpec:
             t = float(text)
         except ValueError:
             raise UsageError(
-                f"bad --temperature {text!r}", hint="a number, 'auto', or a schedule 'T@STEP,...'"
+                f"bad --temperature {text!r}: not a number, auto or a schedule",
+                hint="a number, 'auto', or a schedule 'T@STEP,...'",
             ) from None
         if t < 0:
             raise UsageError(f"--temperature {t:g} is negative", hint="0 is greedy; sampling uses > 0")
