@@ -16,8 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
-from mcoder.jsonl import RecordWriter
-from train_records import sample_rollouts, verdicts_for
+from train_records import write_batch
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
 
@@ -27,18 +26,11 @@ HOLDER = "import sys, time\nfrom mcoder.outputs import hold_lock\nwith hold_lock
 
 @pytest.fixture(scope="module")
 def batch(tiny_model, tmp_path_factory):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    d = tmp_path_factory.mktemp("batch")
-    model = AutoModelForCausalLM.from_pretrained(tiny_model)
-    tok = AutoTokenizer.from_pretrained(tiny_model)
-    rollouts = sample_rollouts(model, tok, {"a": "sum", "b": "sort"}, n=2, max_tokens=8, temperature=0.9)
-    verdicts = verdicts_for(rollouts, lambda r: r.sample_index)
-    with RecordWriter(d / "r.jsonl", "id") as w:
-        w.write_all(rollouts)
-    with RecordWriter(d / "v.jsonl", "rollout_id") as w:
-        w.write_all(verdicts.values())
-    return d
+    prompts = {"a": "sum", "b": "sort"}
+    return write_batch(
+        tiny_model, tmp_path_factory.mktemp("batch"), prompts, n=2, max_tokens=8, temperature=0.9,
+        reward=lambda r: r.sample_index,
+    )  # fmt: skip
 
 
 def _train(

@@ -74,3 +74,22 @@ def verdicts_for(rollouts: list[Rollout], reward) -> dict[str, Verdict]:
             tests_total=1,
         )
     return out
+
+
+def write_batch(
+    model_dir, out_dir, prompts: dict[str, str], *, n: int, max_tokens: int, temperature: float, reward
+):
+    """Sample a batch from the model in ``model_dir`` and write it as ``out_dir``/r.jsonl (rollouts)
+    and v.jsonl (verdicts, ``reward(rollout)`` each); returns ``out_dir``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mcoder.jsonl import RecordWriter
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    rollouts = sample_rollouts(model, tok, prompts, n=n, max_tokens=max_tokens, temperature=temperature)
+    with RecordWriter(out_dir / "r.jsonl", "id") as w:
+        w.write_all(rollouts)
+    with RecordWriter(out_dir / "v.jsonl", "rollout_id") as w:
+        w.write_all(verdicts_for(rollouts, reward).values())
+    return out_dir
