@@ -165,7 +165,8 @@ def _in_subprocess(kind: str, **kw) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"case {kw} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # the child's last JSON line: vLLM's worker processes may print after it as they shut down
+    return json.loads(next(x for x in reversed(done.stdout.splitlines()) if x.startswith("{")))
 
 
 # ---------------------------------------------------------------- the tables
