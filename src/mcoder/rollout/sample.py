@@ -47,7 +47,9 @@ def make_rollouts(
     if prompts is None:
         prompts = [render_prompt(p, tokenizer) for p in problems]
     seeds = [problem_seed(seed, p.id, policy_version) for p in problems]
-    groups = engine.generate([ids for _, ids in prompts], n=n, max_tokens=max_tokens, temperature=temperature, seed=seeds)
+    groups = engine.generate(
+        [ids for _, ids in prompts], n=n, max_tokens=max_tokens, temperature=temperature, seed=seeds
+    )
     out = []
     for problem, (text, ids), group in zip(problems, prompts, groups):
         for j, s in enumerate(group):

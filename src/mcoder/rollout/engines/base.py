@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-FinishReason = Literal["stop", "length"]
+from mcoder.records import FinishReason
 
 
 @dataclass(slots=True)
-class Sample:
+class Generation:
     """One sampled completion.
 
     ``completion_token_ids`` end with the end-of-sequence token when ``finish_reason`` is
@@ -38,7 +38,7 @@ class Engine(Protocol):
         max_tokens: int,
         temperature: float,
         seed: int | Sequence[int],
-    ) -> list[list[Sample]]:
+    ) -> list[list[Generation]]:
         """``n`` samples for each prompt, in prompt order. ``seed``: one for the call, or one per prompt."""
         ...
 

@@ -46,7 +46,12 @@ def make_engine(
         from mcoder.rollout.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
-            folder.base, folder.adapter, tokenizer=tokenizer, top_k=top_k, top_p=top_p, seed=seed,
+            folder.base,
+            folder.adapter,
+            tokenizer=tokenizer,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
             **vllm_kwargs,
         )
     if vllm_kwargs.get("tensor_parallel_size", 1) > 1:

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from mcoder.models import eos_ids, model_device
-from mcoder.rollout.engines.base import Sample, decode, derive_seed, prompt_seeds
+from mcoder.rollout.engines.base import Generation, decode, derive_seed, prompt_seeds
 
 
 class HFEngine:
@@ -36,7 +36,9 @@ class HFEngine:
 
     name = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 32, top_k: int = 0, top_p: float = 1.0):
+    def __init__(
+        self, model: Any, tokenizer: Any, *, batch_size: int = 32, top_k: int = 0, top_p: float = 1.0
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -53,17 +55,19 @@ class HFEngine:
         max_tokens: int,
         temperature: float,
         seed: int | Sequence[int],
-    ) -> list[list[Sample]]:
+    ) -> list[list[Generation]]:
         seeds = prompt_seeds(seed, len(prompt_ids))
         rows = [(p, derive_seed(s, j)) for p, s in zip(prompt_ids, seeds) for j in range(n)]
-        samples: list[Sample] = []
+        samples: list[Generation] = []
         with _inference(self.model):
             for start in range(0, len(rows), self.batch_size):
                 chunk = rows[start : start + self.batch_size]
                 samples.extend(self._generate_rows(chunk, max_tokens, temperature))
         return [samples[i * n : (i + 1) * n] for i in range(len(prompt_ids))]
 
-    def _generate_rows(self, rows: list[tuple[list[int], int]], max_tokens: int, temperature: float) -> list[Sample]:
+    def _generate_rows(
+        self, rows: list[tuple[list[int], int]], max_tokens: int, temperature: float
+    ) -> list[Generation]:
         device = model_device(self.model)
         input_ids, mask = _left_pad([p for p, _ in rows], self.pad_id, device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -71,7 +75,9 @@ class HFEngine:
         eos = torch.tensor(sorted(self.eos_ids), device=device)
         done = torch.zeros(len(rows), dtype=torch.bool, device=device)
         tokens, logprobs = [], []
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
         for _ in range(max_tokens):
             tok, lp = sample_next(out.logits[:, -1, :].float(), gens, temperature, self.top_k, self.top_p)
             tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
@@ -84,18 +90,21 @@ class HFEngine:
             positions = positions[:, -1:] + 1
             # Finished rows keep decoding padding; their outputs are dropped below.
             out = self.model(
-                input_ids=tok[:, None], attention_mask=mask, position_ids=positions,
-                past_key_values=out.past_key_values, use_cache=True,
+                input_ids=tok[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=out.past_key_values,
+                use_cache=True,
             )
         return self._to_samples(torch.stack(tokens, 1).tolist(), torch.stack(logprobs, 1).tolist())
 
-    def _to_samples(self, tokens: list[list[int]], logprobs: list[list[float]]) -> list[Sample]:
+    def _to_samples(self, tokens: list[list[int]], logprobs: list[list[float]]) -> list[Generation]:
         samples = []
         for ids, lps in zip(tokens, logprobs):
             end = next((i + 1 for i, t in enumerate(ids) if t in self.eos_ids), None)
             reason = "length" if end is None else "stop"
             end = len(ids) if end is None else end
-            samples.append(Sample(ids[:end], lps[:end], reason, decode(self.tokenizer, ids[:end])))
+            samples.append(Generation(ids[:end], lps[:end], reason, decode(self.tokenizer, ids[:end])))
         return samples
 
 

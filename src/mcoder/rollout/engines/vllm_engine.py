@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcoder.models import eos_ids
-from mcoder.rollout.engines.base import Sample, decode, prompt_seeds
+from mcoder.rollout.engines.base import Generation, decode, prompt_seeds
 
 CPU_MEMORY_FRACTION = 0.25
 
@@ -120,7 +120,7 @@ class VLLMEngine:
         max_tokens: int,
         temperature: float,
         seed: int | Sequence[int],
-    ) -> list[list[Sample]]:
+    ) -> list[list[Generation]]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -143,12 +143,12 @@ class VLLMEngine:
         outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
         return [[self._sample(c) for c in sorted(o.outputs, key=lambda c: c.index)] for o in outputs]
 
-    def _sample(self, c: Any) -> Sample:
+    def _sample(self, c: Any) -> Generation:
         ids = list(c.token_ids)
         logprobs = [float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
         # Judge the finish by the tokens, as the hf engine does: EOS last means it stopped.
         reason = "stop" if ids and ids[-1] in self.eos_ids else "length"
-        return Sample(ids, logprobs, reason, decode(self.tokenizer, ids))
+        return Generation(ids, logprobs, reason, decode(self.tokenizer, ids))
 
 
 def _prepare_tied_layers(worker) -> int:
