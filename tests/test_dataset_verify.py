@@ -156,3 +156,16 @@ def test_only_the_first_references_run_and_all_are_kept(judge):
     assert kept.reference_solutions == p.reference_solutions and "references_disagree" not in kept.meta
     (kept,), _ = verify([p], cfg(runs=1, max_references=2), judge)
     assert kept.meta["references_disagree"] is True
+
+
+def test_a_reference_that_needs_a_package_verifies_only_when_it_is_allowed():
+    """The judge shows programs the standard library only: a reference importing a third-party
+    package fails verification unless the package is allowed (`dataset build --allow-package`)."""
+    (p,) = [p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"}][:1]
+    needs = dataclasses.replace(
+        p, id="needs-orjson", reference_solutions=["import orjson\n" + p.reference_solutions[0]]
+    )
+    kept, result = verify([needs], cfg(runs=1))
+    assert kept == [] and result.removals[0].detail["statuses"] == ["runtime_error"]
+    kept, _ = verify([needs], cfg(runs=1, allow_packages=("orjson",)))
+    assert [q.id for q in kept] == ["needs-orjson"]

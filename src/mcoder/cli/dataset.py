@@ -101,6 +101,14 @@ def register(app: typer.Typer) -> None:
                 "--unsafe-no-sandbox", help="Run references unsandboxed (only inside outer isolation)."
             ),
         ] = False,
+        allow_package: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allow-package",
+                help="With --verify: a third-party package references may import (repeatable; e.g. "
+                "sortedcontainers for LeetCode); by default they see the standard library only.",
+            ),
+        ] = None,
         report: Annotated[
             Path | None,
             typer.Option("--report", help="Build report (markdown; a .json twin is written beside)."),
@@ -142,6 +150,7 @@ def register(app: typer.Typer) -> None:
                 timeout_s=verify_timeout,
                 min_tests=max(min_tests, 1),
                 unsafe_no_sandbox=unsafe_no_sandbox,
+                allow_packages=tuple(allow_package or ()),
             )
         config = BuildConfig(
             sources=[str(s) for s in sources or []],

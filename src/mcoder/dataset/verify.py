@@ -63,6 +63,8 @@ class VerifyConfig:
     """Remove problems that have no reference solution (default: keep them, marked unverified)."""
     unsafe_no_sandbox: bool = False
     """Run references without the judge's sandbox (only where something else isolates them)."""
+    allow_packages: tuple[str, ...] = ()
+    """Third-party packages references may import (the judge shows the standard library only)."""
 
     def __post_init__(self) -> None:
         if self.runs < 1:
@@ -84,6 +86,7 @@ class VerifyConfig:
             early_exit=True,
             cache_size=0,
             unsafe_no_sandbox=self.unsafe_no_sandbox,
+            allow_packages=tuple(self.allow_packages),
         )
 
 
