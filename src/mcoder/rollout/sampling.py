@@ -31,7 +31,7 @@ class SamplingConfig:
     diversity_rise: float = DEFAULT_RISE
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
     diversity_target: float | None = None
-    """With temperature auto: an absolute diversity the chosen T must reach instead (the rule before issue 17, e.g. 0.5); overrides --temperature-rule."""
+    """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
     """With temperature auto: the temperatures probed, lowest first."""
     probe_problems: int = 8
