@@ -159,7 +159,7 @@ def test_train_loop_smoke(script, algo, tmp_path):
     done = run_recipe(script, "--smoke", "--run", "run", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     train = tmp_path / "run" / "train"
-    assert json.loads((train / "train_config.json").read_text())["algo"] == algo
+    assert json.loads((train / "config.json").read_text())["train"]["algo"] == algo  # the run's settings
     steps = [json.loads(line) for line in (train / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in steps] == [1, 2]
     for step in (1, 2):
