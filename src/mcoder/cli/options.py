@@ -26,7 +26,7 @@ import typer
 from mcoder.config import choices_of, field_docs, field_types, flag
 
 
-def _cli_type(tp: Any, name: str) -> Any:
+def _cli_type(tp: Any) -> Any:
     """The type typer parses a field as (Optional stripped). A ``Literal`` is read as text and
     checked by the config itself (``mcoder.config.check_choices``), the one place choices are
     checked, whoever builds the config."""
@@ -83,7 +83,7 @@ def config_options(
             help_text += " (" + ", ".join(f"{p} {_shown(v)}" for p, v in presets.items()) + ")"
         elif default is not None and default is not dataclasses.MISSING:
             help_text += f" (default {_shown(default)})"
-        tp = _cli_type(types_[f.name], f"{cls.__name__}_{f.name}")
+        tp = _cli_type(types_[f.name])
         name = flag(flag_prefix + f.name)
         pname = prefix + f.name
         if tp is bool and default is True and f.name not in names:

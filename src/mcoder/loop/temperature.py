@@ -51,7 +51,6 @@ class DiversityStages:
         self.sampling, self.seed, self.record = sampling, seed, record
         self.engine, self.tokenizer = engine, tokenizer
         self.every = sampling.temperature_stage_steps
-        self.target, self.rise = sampling.diversity_target, sampling.diversity_rise
         self.probe = random.Random(seed).sample(problems, min(sampling.probe_problems, len(problems)))
         self.stages: list[dict] = []
         if record.exists():
@@ -83,8 +82,8 @@ class DiversityStages:
         self.stages.append({"from_step": step, "temperature": chosen, "table": table, **choice.to_json()})
         latest = {
             "temperature": chosen,
-            "target": self.target,
-            "rise": self.rise,
+            "target": s.diversity_target,
+            "rise": s.diversity_rise,
             "rule_asked": s.temperature_rule,
             "measure": s.diversity_measure,
             "table": table,
