@@ -70,3 +70,38 @@ def render_prompt(problem: Problem, tokenizer: Any) -> tuple[str, list[int]]:
     text = tokenizer.apply_chat_template(build_messages(problem), tokenize=False, add_generation_prompt=True)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     return text, list(ids)
+
+
+# --- difficulty prediction (``mcoder dataset difficulty predict``)
+
+DIFFICULTY_SYSTEM = (
+    "You are an experienced competitive programmer and problem setter. You rate how difficult a "
+    "programming problem is to solve correctly, without solving it."
+)
+
+DIFFICULTY_INSTRUCTION = (
+    "Rate the problem above on each dimension below, from 1 (trivial) to 10 (extremely hard). "
+    "Reply with exactly one line per dimension, `name: score`, using the names as written, and nothing else."
+)
+
+
+def difficulty_messages(problem: Problem, dimensions: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """The chat messages asking for one score per (name, description) dimension."""
+    lines = "\n".join(f"- {name}: {description}" for name, description in dimensions)
+    example = "\n".join(f"{name}: N" for name, _ in dimensions)
+    user = (
+        f"### Problem:\n{problem.question.strip()}\n\n### Dimensions:\n{lines}\n\n"
+        f"{DIFFICULTY_INSTRUCTION}\n\n### Answer format:\n{example}\n"
+    )
+    return [{"role": "system", "content": DIFFICULTY_SYSTEM}, {"role": "user", "content": user}]
+
+
+def render_messages(messages: list[dict[str, str]], tokenizer: Any) -> tuple[str, list[int]]:
+    """(prompt text, token ids) of any chat messages through the tokenizer's chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise UsageError(
+            "the model's tokenizer has no chat template",
+            hint="use an instruction-tuned model, or set `chat_template` in its tokenizer_config.json",
+        )
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return text, list(tokenizer(text, add_special_tokens=False)["input_ids"])
