@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
             list[Path] | None,
             typer.Argument(
                 metavar="SOURCE",
-                help="Files or folders: JSONL, JSON, parquet, datasets.save_to_disk folders.",
+                help="Files or folders: JSONL, JSON, parquet, datasets.save_to_disk folders; or a dataset "
+                "by name through datasets.load_dataset: hf:NAME, hf:NAME:SPLIT or hf:NAME@CONFIG:SPLIT "
+                "(e.g. hf:deepmind/code_contests:test).",
             ),
         ] = None,
         fmt: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "auto",
