@@ -2,7 +2,8 @@
 
 A source is a JSONL file (``-``: standard input), a JSON file (a list of rows, one row, or JSONL under a .json name), a
 parquet file (any of them optionally gzip-compressed, parquet excepted), a folder written by
-``datasets.save_to_disk``, or a folder holding any of these. Each row comes with a ``RowRef``
+``datasets.save_to_disk``, a folder holding any of these, or a dataset by name
+(``hf:NAME[@CONFIG][:SPLIT]``, read through ``datasets.load_dataset``; see ``hub.py``). Each row comes with a ``RowRef``
 that says where it was read, so that a bad row is reported by file and line (JSONL) or row index.
 """
 
@@ -13,12 +14,13 @@ import gzip
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from mcoder.dataset import hub
 from mcoder.errors import DataError, UsageError
 from mcoder.outputs import SIDECAR_SUFFIX
 
@@ -58,19 +60,22 @@ class RowRef:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One readable unit: a data file or a saved dataset folder."""
+    """One readable unit: a data file, a saved dataset folder, or a dataset loaded by name."""
 
     path: str  # as the user named it (or joined under a named folder)
-    kind: str  # jsonl | json | parquet | saved
+    kind: str  # jsonl | json | parquet | saved | hub
+    splits: tuple = field(default=(), compare=False, repr=False)  # hub: the loaded (split, Dataset) pairs
 
     @property
     def name(self) -> str:
-        return Path(self.path).name
+        return self.path if self.kind == "hub" else Path(self.path).name
 
     @property
     def stem(self) -> str:
         if self.path == STDIN:
             return "stdin"
+        if self.kind == "hub":
+            return hub.HubSpec.parse(self.path).stem
         name = self.name
         for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
             if name.endswith(suffix):
@@ -78,11 +83,19 @@ class Source:
         return name
 
     def rows(self) -> Iterator[tuple[RowRef, dict[str, Any]]]:
-        reader = {"jsonl": _jsonl_rows, "json": _json_rows, "parquet": _parquet_rows, "saved": _saved_rows}
+        reader = {
+            "jsonl": _jsonl_rows,
+            "json": _json_rows,
+            "parquet": _parquet_rows,
+            "saved": _saved_rows,
+            "hub": _hub_rows,
+        }
         return reader[self.kind](self)
 
     def count(self) -> int | None:
         """The number of rows where it is cheap to know (for the progress bar)."""
+        if self.kind == "hub":
+            return sum(ds.num_rows for _, ds in self.splits)
         if self.kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -102,9 +115,14 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
         if p == STDIN:
             sources.append(Source(STDIN, "jsonl"))
             continue
+        if hub.is_hub(p):
+            sources.append(Source(p, "hub", tuple(hub.load(p))))
+            continue
         path = Path(p)
         if not path.exists():
-            raise UsageError(f"no such file or folder: {p}", hint="check the SOURCE paths")
+            raise UsageError(
+                f"no such file or folder: {p}", hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})"
+            )
         _expand_one(str(p), sources, ignored)
     return sources, ignored
 
@@ -198,6 +216,14 @@ def _saved_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
 
     loaded = datasets.load_from_disk(src.path)
     splits = list(loaded.items()) if isinstance(loaded, datasets.DatasetDict) else [(None, loaded)]
+    yield from _dataset_rows(src, splits)
+
+
+def _hub_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    return _dataset_rows(src, src.splits)
+
+
+def _dataset_rows(src: Source, splits) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     for split, ds in splits:
         for index, row in enumerate(ds):
             yield RowRef(src.path, src.stem, index, split=split), row

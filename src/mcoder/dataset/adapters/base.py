@@ -25,8 +25,10 @@ class Adapter:
 
 
 def provenance(ref: RowRef, **extra: Any) -> dict[str, Any]:
-    """Meta naming the file (by name only) and row a problem came from, then ``extra``."""
-    meta: dict[str, Any] = {"source_file": Path(ref.path).name, "source_row": ref.index}
+    """Meta naming the file (by name only; a dataset by its whole name) and row a problem came
+    from, then ``extra``."""
+    name = ref.path if ref.path.startswith("hf:") else Path(ref.path).name
+    meta: dict[str, Any] = {"source_file": name, "source_row": ref.index}
     if ref.split:
         meta["source_split"] = ref.split
     meta.update({k: v for k, v in extra.items() if v is not None})
