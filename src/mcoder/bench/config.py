@@ -19,15 +19,20 @@ class BenchConfig:
     problems: Path | None = None
     """Problems JSONL: each verdict's problem_id must name one of these ('-' for stdin)."""
     verdicts: Path | None = None
-    """Verdicts JSONL to score ('-' for stdin)."""
+    """Verdicts JSONL to score ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json)."""
+    rollouts: Path | None = None
+    """Rollouts JSONL the verdicts were judged from: the outputs and programs of --lcb-out."""
     ks: tuple[int, ...] = DEFAULT_KS
     """The k of pass@k, ascending; 1 is always included (the summary line reports pass@1)."""
     baseline: Path | None = None
-    """Verdicts of another model on the same problems: every cell gets a delta against it."""
+    """Verdicts of another model on the same problems (or a LiveCodeBench results file, e.g. a
+    published submission): every cell gets a delta against it."""
     markdown: Path | None = None
     """Write the tables as markdown here ('-' for stdout)."""
     json_out: Path | None = None
     """Write every number as JSON here ('-' for stdout)."""
+    lcb_out: Path | None = None
+    """Write LiveCodeBench's per-problem results file (*_eval_all.json) here; needs rollouts."""
     rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS
     """Numeric difficulty (a rating) below the first bound is easy, below the second medium, else hard."""
     run_dirs: list[Path] = field(default_factory=list)
@@ -52,9 +57,9 @@ class BenchConfig:
             )
         if self.wants_table:
             self._validate_table()
-        elif self.baseline or self.markdown or self.json_out:
+        elif self.baseline or self.markdown or self.json_out or self.lcb_out or self.rollouts:
             raise UsageError(
-                "--baseline, --markdown and --json belong to the pass@k table",
+                "--baseline, --markdown, --json, --rollouts and --lcb-out belong to the pass@k table",
                 hint="add --problems P --verdicts V",
             )
         self._validate_plots()
@@ -63,13 +68,26 @@ class BenchConfig:
         if self.problems is None or self.verdicts is None:
             raise UsageError("the pass@k table needs both --problems and --verdicts")
         stdin_inputs = [
-            p for p in (self.problems, self.verdicts, self.baseline) if p is not None and str(p) == "-"
+            p
+            for p in (self.problems, self.verdicts, self.baseline, self.rollouts)
+            if p is not None and str(p) == "-"
         ]
         if len(stdin_inputs) > 1:
             raise UsageError("only one input can be read from stdin ('-')", hint="save the others to files")
-        stdout_outputs = [p for p in (self.markdown, self.json_out) if p is not None and str(p) == "-"]
+        stdout_outputs = [
+            p for p in (self.markdown, self.json_out, self.lcb_out) if p is not None and str(p) == "-"
+        ]
         if len(stdout_outputs) > 1:
-            raise UsageError("only one of --markdown and --json can go to stdout ('-')")
+            raise UsageError("only one of --markdown, --json and --lcb-out can go to stdout ('-')")
+        if self.lcb_out is not None and self.rollouts is None:
+            raise UsageError(
+                "--lcb-out writes each output and its program: it needs the rollouts",
+                hint="add --rollouts ROLLOUTS.jsonl (the file the verdicts were judged from)",
+            )
+        if self.lcb_out is not None and "-" in (str(self.verdicts), str(self.problems)):
+            raise UsageError(
+                "--lcb-out reads problems and verdicts twice", hint="save them to files, not stdin"
+            )
         if not self.ks or any(k < 1 for k in self.ks) or list(self.ks) != sorted(set(self.ks)):
             raise UsageError(
                 f"bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8"

@@ -13,7 +13,7 @@ import orjson
 from rich.markup import escape
 
 from mcoder import console
-from mcoder.bench import render
+from mcoder.bench import lcb_results, render
 from mcoder.bench.config import DEFAULT_RATING_BOUNDS, BenchConfig
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
@@ -37,6 +37,8 @@ def run(cfg: BenchConfig) -> BenchResult:
     if cfg.wants_table:
         result = score(cfg.problems, cfg.verdicts, cfg.ks, cfg.baseline, cfg.rating_bounds)
         publish(cfg, result)
+        if cfg.lcb_out is not None:
+            write_lcb(cfg, result)
     if cfg.plots:
         result.written += plot_runs(cfg.run_dirs, cfg.plots_dir)
     return result
@@ -53,14 +55,14 @@ def score(
     result = BenchResult()
     problems = load_problems(problems_path, rating_bounds)
     tallies = fresh_tallies(problems)
-    tally_verdicts(verdicts_path, tallies, display_name(problems_path))
+    lcb_notes = _tally(verdicts_path, tallies, problems_path)
     result.table = build_table(tallies.values(), ks)
     base_tallies = None
     if baseline_path is not None:
         base_tallies = fresh_tallies(problems)
-        tally_verdicts(baseline_path, base_tallies, display_name(problems_path))
+        lcb_notes += _tally(baseline_path, base_tallies, problems_path)
         result.baseline = build_table(base_tallies.values(), ks)
-    result.notes = table_notes(result.table, tallies, base_tallies)
+    result.notes = table_notes(result.table, tallies, base_tallies) + lcb_notes
     result.summary = render.summary(result.table, result.baseline)
     return result
 
@@ -71,7 +73,7 @@ def publish(cfg: BenchConfig, result: BenchResult) -> None:
         console.show(t)
     for note in result.notes:
         console.warn(escape(note))  # ids and paths come from data: no markup
-    documents = [p for p in (cfg.markdown, cfg.json_out) if p is not None]
+    documents = [p for p in (cfg.markdown, cfg.json_out, cfg.lcb_out) if p is not None]
     if any(str(p) == "-" for p in documents):
         console.info(result.summary)  # stdout carries the document; keep it parseable
     else:
@@ -81,6 +83,25 @@ def publish(cfg: BenchConfig, result: BenchResult) -> None:
     if cfg.json_out is not None:
         doc = render.to_json(result.table, result.baseline, result.notes, cfg.rating_bounds)
         _write(cfg.json_out, orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n", result)
+
+
+def _tally(
+    path: str | os.PathLike, tallies: dict[str, ProblemTally], problems_path: str | os.PathLike
+) -> list[str]:
+    """Count a verdicts file, or a LiveCodeBench results file (*_eval_all.json), into tallies."""
+    if lcb_results.is_results_file(path):
+        return lcb_results.tally(path, tallies)
+    tally_verdicts(path, tallies, display_name(problems_path))
+    return []
+
+
+def write_lcb(cfg: BenchConfig, result: BenchResult) -> None:
+    """LiveCodeBench's per-problem results file of this bench (``bench/lcb_results.py``)."""
+    assert cfg.lcb_out is not None and cfg.rollouts is not None and cfg.problems and cfg.verdicts
+    entries, notes = lcb_results.build(cfg.problems, cfg.rollouts, cfg.verdicts, cfg.rating_bounds)
+    for note in notes:
+        console.warn(escape(note))
+    _write(cfg.lcb_out, lcb_results.dumps(entries), result)
 
 
 def table_notes(

@@ -13,7 +13,7 @@ from mcoder.cli.common import (
     HelpFlag,
     ProblemsPath,
     Quiet,
-    VerdictsPath,
+    RolloutsPath,
     apply_quiet,
     command_options,
     guarded,
@@ -35,19 +35,36 @@ def register(app: typer.Typer) -> None:
     @guarded
     def bench(
         problems: ProblemsPath = None,  # type: ignore[assignment]  (optional: --plots alone needs none)
-        verdicts: VerdictsPath = None,  # type: ignore[assignment]
+        verdicts: Annotated[
+            Path | None,
+            typer.Option(
+                "--verdicts", rich_help_panel=IO_PANEL,
+                help="Verdicts JSONL ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json).",
+            ),
+        ] = None,
+        rollouts: RolloutsPath = None,  # type: ignore[assignment]  (only --lcb-out reads them)
         k: Annotated[
             str, typer.Option("--k", rich_help_panel=TABLES, help="The k of pass@k, comma-separated; 1 is always reported.")
         ] = "1",
         baseline: Annotated[
             Path | None,
-            typer.Option("--baseline", rich_help_panel=TABLES, help="Verdicts of another model: adds deltas to every table."),
+            typer.Option(
+                "--baseline", rich_help_panel=TABLES,
+                help="Verdicts of another model, or a LiveCodeBench results file: adds deltas to every table.",
+            ),
         ] = None,
         markdown: Annotated[
             Path | None, typer.Option("--markdown", rich_help_panel=IO_PANEL, help="Write the tables as markdown here.")
         ] = None,
         json_out: Annotated[
             Path | None, typer.Option("--json", rich_help_panel=IO_PANEL, help="Write every number as JSON here.")
+        ] = None,
+        lcb_out: Annotated[
+            Path | None,
+            typer.Option(
+                "--lcb-out", rich_help_panel=IO_PANEL,
+                help="Write LiveCodeBench's results file (Scenario.codegeneration_N_T_eval_all.json); needs --rollouts.",
+            ),
         ] = None,
         rating_bounds: Annotated[
             str,
@@ -79,10 +96,12 @@ def register(app: typer.Typer) -> None:
         cfg = BenchConfig(
             problems=problems,
             verdicts=verdicts,
+            rollouts=rollouts,
             ks=parse_ks(k),
             baseline=baseline,
             markdown=markdown,
             json_out=json_out,
+            lcb_out=lcb_out,
             rating_bounds=parse_rating_bounds(rating_bounds),
             run_dirs=list(run_dir or []),
             plots=plots,
