@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
                 "--rollouts",
                 "-r",
                 rich_help_panel=IO_PANEL,
-                help="Rollouts JSONL ('-' for stdin); with --merge, the check list.",
+                help="Rollouts JSONL ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json) to re-judge; with --merge, the check list.",
             ),
         ] = None,
         merge: Annotated[

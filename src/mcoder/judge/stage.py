@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
     name = display_name(path)
     ids = UniqueIds(path, field="id")
     out = []
-    for lineno, r in read_numbered(path, Rollout):
+    for lineno, r in _numbered_rollouts(path):
         ids.add(r.id, lineno)
         if r.problem_id not in problems:
             raise DataError(
@@ -76,6 +77,15 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
     if not len(ids):
         raise DataError("no rollouts in the file", path=name, hint="judge the output of `mcoder rollout`")
     return out
+
+
+def _numbered_rollouts(path: Path | str) -> Iterator[tuple[int, Rollout]]:
+    """Rollouts JSONL, or a LiveCodeBench results file (*_eval_all.json) whose code_list is judged."""
+    from mcoder.bench import lcb_results
+
+    if lcb_results.is_results_file(path):
+        return lcb_results.as_rollouts(path)
+    return read_numbered(path, Rollout)
 
 
 # Judge settings that do not change a verdict: left out of the output's settings record.
