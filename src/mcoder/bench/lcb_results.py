@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from mcoder.bench.table import UNKNOWN, ProblemTally, difficulty_bucket
+from mcoder.bench.table import UNKNOWN, ProblemTally, difficulty_bucket, platform_name
 from mcoder.errors import DataError
 from mcoder.jsonl import display_name, iter_objects
 from mcoder.records import STATUSES, Problem, Rollout, Verdict, from_dict
@@ -103,17 +103,19 @@ def read_entries(path: str | os.PathLike) -> list[Entry]:
         )
     out, seen = [], set()
     for i, obj in enumerate(data, start=1):
-        entry = _entry(obj, name, i)
-        if entry.question_id in seen:
+        item = entry(obj, name, i)
+        if item.question_id in seen:
             raise DataError(
-                f"question {entry.question_id!r} appears twice", path=name, line=i, field="question_id"
+                f"question {item.question_id!r} appears twice", path=name, line=i, field="question_id"
             )
-        seen.add(entry.question_id)
-        out.append(entry)
+        seen.add(item.question_id)
+        out.append(item)
     return out
 
 
-def _entry(obj: Any, name: str, i: int) -> Entry:
+def entry(obj: Any, name: str, i: int) -> Entry:
+    """One problem (object) of a results file, checked; ``i`` is its 1-based position."""
+
     def bad(reason: str, field: str | None = None) -> DataError:
         return DataError(
             reason, path=name, line=i, field=field, hint="LCB's *_eval_all.json has these per problem"
@@ -218,6 +220,17 @@ def as_verdicts(path: str | os.PathLike) -> Iterator[tuple[int, Verdict]]:
                     tests_total=0,
                 ),
             )
+
+
+def problem_tallies(path: str | os.PathLike, bounds: tuple[float, float]) -> dict[str, ProblemTally]:
+    """An empty tally per problem of a results file: its platform and difficulty, for tabling a
+    submission without the problems file it was run on."""
+    return {
+        e.question_id: ProblemTally(
+            e.question_id, platform_name(e.platform), difficulty_bucket(e.difficulty, bounds)
+        )
+        for e in read_entries(path)
+    }
 
 
 def tally(path: str | os.PathLike, tallies: dict[str, ProblemTally]) -> list[str]:

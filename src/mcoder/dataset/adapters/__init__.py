@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters import codecontests, codeforces, humaneval, lcb, leetcode, mcoder_format, taco
+from mcoder.dataset.adapters import (
+    codecontests,
+    codeforces,
+    humaneval,
+    lcb,
+    lcb_results,
+    leetcode,
+    mcoder_format,
+    taco,
+)
 from mcoder.dataset.adapters.base import Adapter
 
 # Most specific first: each detect() looks at field names only.
@@ -14,6 +23,7 @@ ADAPTERS: dict[str, Adapter] = {
         mcoder_format.ADAPTER,
         humaneval.ADAPTER,
         lcb.ADAPTER,
+        lcb_results.ADAPTER,
         leetcode.ADAPTER,
         codecontests.ADAPTER,
         codeforces.ADAPTER,

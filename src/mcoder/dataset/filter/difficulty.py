@@ -43,11 +43,15 @@ def pass_counts(verdicts: Iterable[Verdict]) -> dict[str, tuple[int, int]]:
 
 
 def read_pass_counts(paths: Sequence[str | Path]) -> dict[str, tuple[int, int]]:
+    from mcoder.bench import lcb_results
     from mcoder.jsonl import read_records
 
     def all_verdicts():
         for path in paths:
-            yield from read_records(path, Verdict)
+            if lcb_results.is_results_file(path):  # a LiveCodeBench submission's grades
+                yield from (v for _, v in lcb_results.as_verdicts(path))
+            else:
+                yield from read_records(path, Verdict)
 
     return pass_counts(all_verdicts())
 

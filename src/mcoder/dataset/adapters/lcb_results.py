@@ -1,0 +1,59 @@
+"""LiveCodeBench results files (``Scenario.codegeneration_*_eval_all.json``), read as problems.
+
+A results file (a published submission, or one ``mcoder bench --lcb-out`` wrote) carries each
+problem's statement, starter code, platform, difficulty, date, title and contest, and the
+model's programs with LiveCodeBench's grade, but no tests. Its rows become problems without
+tests, so a build sets them aside ("no tests"); they serve ``--decontaminate`` (the submission's
+statements), and ``--difficulty-from`` reads the same file's grades as pass rates. The programs
+LiveCodeBench graded correct become reference solutions, and ``meta`` keeps the submission's
+pass@1 and sample count. The file format is described in ``bench/lcb_results.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcoder.bench import lcb_results
+from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.fields import need, text
+from mcoder.dataset.sources import RowRef
+from mcoder.dataset.statement import day, difficulty_label
+from mcoder.records import Problem
+
+SOURCE = "livecodebench"
+
+
+def detect(row: dict[str, Any]) -> bool:
+    return all(k in row for k in lcb_results.REQUIRED) and "question_content" in row
+
+
+def convert(row: dict[str, Any], ref: RowRef) -> Problem:
+    entry = lcb_results.entry(row, ref.path, ref.index + 1)
+    accepted = [code for code, ok in zip(entry.code_list, entry.graded_list, strict=True) if ok]
+    graded = entry.graded_list
+    return Problem(
+        id=entry.question_id,
+        source=SOURCE,
+        question=need(row, "question_content", ref),
+        tests=[],
+        platform=text(row, "platform", ref),
+        difficulty=difficulty_label(row.get("difficulty")),
+        date=day(row.get("contest_date")),
+        starter_code=text(row, "starter_code", ref) or "",
+        reference_solutions=keep_references(list(dict.fromkeys(accepted))),
+        meta=provenance(
+            ref,
+            title=row.get("question_title"),
+            contest_id=row.get("contest_id"),
+            lcb_pass_at_1=graded.count(True) / len(graded) if graded else None,
+            lcb_samples=len(graded),
+        ),
+    )
+
+
+ADAPTER = Adapter(
+    "lcb-results",
+    "LiveCodeBench results files (*_eval_all.json): problems without tests, programs graded correct as references",
+    detect,
+    convert,
+)
