@@ -53,7 +53,10 @@ def score(
 ) -> BenchResult:
     """The tables and notes without printing anything: for scripts (benchmarks, the demo)."""
     result = BenchResult()
-    problems = load_problems(problems_path, rating_bounds)
+    if lcb_results.is_results_file(problems_path):  # a submission tabled on its own problems
+        problems = lcb_results.problem_tallies(problems_path, rating_bounds)
+    else:
+        problems = load_problems(problems_path, rating_bounds)
     tallies = fresh_tallies(problems)
     lcb_notes = _tally(verdicts_path, tallies, problems_path)
     result.table = build_table(tallies.values(), ks)
