@@ -272,3 +272,34 @@ def test_warm_start_gate_checks_unseen_train_problems_and_records_them(tmp_path)
     assert all(0.0 <= c["gate_pass_rate"] <= 1.0 for c in summary["checks"])
     assert "on 3 unseen train problems" in done.stderr
     assert (out / "config.json").exists() and not (tmp_path / "warm.part").exists()
+
+
+@pytest.mark.slow
+def test_warm_start_slows_down_near_the_band_and_keeps_a_checked_model(tmp_path):
+    """--approach 0: the approach phase starts at the first check, after which checks come every
+    --fine-every steps and the model written is a checked one (the last on a tie of rates)."""
+    out = tmp_path / "warm"
+    cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
+    cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
+    cmd += ["--steps", "7", "--target-pass", "1.0", "--check-every", "4", "--check-problems", "2"]
+    cmd += ["--check-n", "2", "--max-tokens", "8", "--approach", "0", "--fine-every", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "warm_start.json").read_text())
+    assert [c["step"] for c in summary["checks"]] == [4, 5, 6, 7]
+    rates = [c["gate_pass_rate"] for c in summary["checks"]]
+    best = min(abs(r - 1.0) for r in rates)
+    kept = max(c["step"] for c in summary["checks"] if abs(c["gate_pass_rate"] - 1.0) == best)
+    assert summary["kept_step"] == kept
+    assert f"kept the model of step {kept}" in done.stderr
+
+
+def test_the_warm_start_keeps_the_check_closest_to_its_target():
+    spec = importlib.util.spec_from_file_location("warm_start", ROOT / "examples" / "learn" / "warm_start.py")
+    warm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(warm)
+    checks = [(100, 0.20, "a"), (110, 0.30, "b"), (120, 0.38, "c"), (130, 0.62, "d")]
+    assert warm.closest_check(checks, 0.35)[0] == 120
+    assert warm.closest_check(checks, 0.30)[0] == 110
+    assert warm.closest_check([(1, 0.25, "a"), (2, 0.75, "b")], 0.5)[0] == 2  # a tie: the later
+    assert warm.closest_check(checks[:1] + checks[3:], 0.35)[0] == 100  # an overshoot is not kept
