@@ -1,13 +1,17 @@
-"""Each source adapter on real rows of the third-party sets (skipped when they are absent)."""
+"""Each source adapter on rows in its source's exact format: the project's own rows
+(``dataset_rows``) always, and the third-party sets of ../shared/data where they exist
+(``problem_sets`` runs a test on both; ``shared_data`` tests check facts of the real rows)."""
 
 import base64
 import json
 import pickle
+import re
 import zlib
 from typing import Any
 
 import pytest
 
+import dataset_rows as own
 from mcoder.dataset.adapters import ADAPTERS, detect
 from mcoder.dataset.adapters.humaneval import package_file
 from mcoder.dataset.sources import RowRef, Source
@@ -24,9 +28,7 @@ def convert(fmt: str, ref: RowRef, row: dict[str, Any]) -> Problem:
     return ADAPTERS[fmt].convert(row, ref)
 
 
-def lcb_compress(obj: Any) -> str:
-    """LiveCodeBench's compressed form: base64 of zlib of a pickled JSON string."""
-    return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(obj)))).decode()
+lcb_compress = own.lcb_compress
 
 
 def exec_call(problem: Problem, code: str) -> list[tuple[Any, Any]]:
@@ -50,15 +52,27 @@ def exec_call(problem: Problem, code: str) -> list[tuple[Any, Any]]:
 # ------------------------------------------------------------------ LiveCodeBench
 
 
-def test_sandboxfusion_lcb_rows_decode_their_compressed_tests(shared_data):
-    for ref, row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+def test_sandboxfusion_lcb_rows_decode_their_compressed_tests(problem_sets):
+    for ref, row in rows(problem_sets / "sandboxfusion_lcb_v1.jsonl"):
         p = convert("lcb", ref, row)
         blob = pickle.loads(zlib.decompress(base64.b64decode(row["test"])))
         io = json.loads(blob["input_output"])
         assert [t.input for t in p.tests] == io["inputs"] and [t.output for t in p.tests] == io["outputs"]
-        assert p.id == json.loads(row["labels"])["task_id"]
+        labels = json.loads(row["labels"])
+        assert p.id == labels["task_id"] and (p.platform, p.difficulty) == (
+            labels["category"],
+            labels["difficulty"],
+        )
         assert p.reference_solutions == []  # 'import sys; sys.exit(0)' is a placeholder, not a solution
         assert "### Question" not in p.question and "### Format" not in p.question
+        if io["fn_name"]:
+            assert p.fn_name == io["fn_name"] and p.test_kinds == {"call"}
+            assert p.starter_code.startswith(f"class Solution:\n    def {io['fn_name']}(self, ")
+        else:
+            assert p.test_kinds == {"stdin"} and p.starter_code == "" and p.fn_name is None
+
+
+def test_sandboxfusion_lcb_real_rows(shared_data):
     by_id = {
         convert("lcb", *r).id: convert("lcb", *r) for r in rows(shared_data / "sandboxfusion_lcb_v1.jsonl")
     }
@@ -94,8 +108,8 @@ def _as_lcb_row(row: dict[str, Any], *, compressed: bool) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("compressed", [True, False])
-def test_livecodebench_rows_with_json_or_compressed_private_tests(shared_data, compressed):
-    for ref, sf_row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+def test_livecodebench_rows_with_json_or_compressed_private_tests(problem_sets, compressed):
+    for ref, sf_row in rows(problem_sets / "sandboxfusion_lcb_v1.jsonl"):
         row = _as_lcb_row(sf_row, compressed=compressed)
         assert detect(row).name == "lcb"
         p = convert("lcb", ref, row)
@@ -106,16 +120,16 @@ def test_livecodebench_rows_with_json_or_compressed_private_tests(shared_data, c
         assert p.date == "2023-08-21" and p.meta["public_tests"] == 2 and p.fn_name == expected.fn_name
 
 
-def test_lcb_call_tests_without_a_function_name_name_the_field(shared_data):
-    ref, sf_row = rows(shared_data / "sandboxfusion_lcb_v1.jsonl")[1]
+def test_lcb_call_tests_without_a_function_name_name_the_field(problem_sets):
+    ref, sf_row = rows(problem_sets / "sandboxfusion_lcb_v1.jsonl")[1]
     row = _as_lcb_row(sf_row, compressed=True) | {"metadata": "{}"}
     with pytest.raises(DataError) as e:
         convert("lcb", ref, row)
     assert e.value.field == "metadata.func_name" and f"{ref.path}:2" in e.value.message
 
 
-def test_a_pickle_that_loads_a_class_is_refused(shared_data):
-    ref, row = rows(shared_data / "sandboxfusion_lcb_v1.jsonl")[0]
+def test_a_pickle_that_loads_a_class_is_refused(problem_sets):
+    ref, row = rows(problem_sets / "sandboxfusion_lcb_v1.jsonl")[0]
     hostile = base64.b64encode(zlib.compress(pickle.dumps(ValueError("x")))).decode()
     with pytest.raises(DataError) as e:
         convert("lcb", ref, row | {"test": hostile})
@@ -125,8 +139,8 @@ def test_a_pickle_that_loads_a_class_is_refused(shared_data):
 # ------------------------------------------------------------------ CodeContests, Codeforces
 
 
-def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(shared_data):
-    for ref, row in rows(shared_data / "sandboxfusion_code_contests.jsonl"):
+def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(problem_sets):
+    for ref, row in rows(problem_sets / "sandboxfusion_code_contests.jsonl"):
         p = convert("codecontests", ref, row)
         cases = json.loads(row["test"])
         assert [(t.input, t.output) for t in p.tests] == [
@@ -134,6 +148,13 @@ def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(shared_data
         ]
         labels = json.loads(row["labels"])
         assert p.id == labels["name"] and p.platform == labels["source"].lower()
+        letter = labels["difficulty"]
+        if len(letter) == 1:  # A-B easy, C-D medium, later hard; the letter kept
+            assert p.meta["source_difficulty"] == letter
+            assert p.difficulty == ("easy" if letter in "AB" else "medium" if letter in "CD" else "hard")
+
+
+def test_sandboxfusion_code_contests_real_row(shared_data):
     first = convert("codecontests", *rows(shared_data / "sandboxfusion_code_contests.jsonl")[3])
     assert (first.id, first.difficulty, first.meta["source_difficulty"]) == (
         "1000_A. Codehorses T-shirts",
@@ -142,9 +163,9 @@ def test_sandboxfusion_code_contests_keeps_every_test_and_its_labels(shared_data
     )
 
 
-def test_rllm_code_contests_parse_limits_and_get_derived_ids(shared_data):
-    got = [convert("codecontests", ref, row) for ref, row in rows(shared_data / "rllm_code_contests.json")]
-    raw = json.loads((shared_data / "rllm_code_contests.json").read_text())
+def test_rllm_code_contests_parse_limits_and_get_derived_ids(problem_sets):
+    got = [convert("codecontests", ref, row) for ref, row in rows(problem_sets / "rllm_code_contests.json")]
+    raw = json.loads((problem_sets / "rllm_code_contests.json").read_text())
     assert [len(p.tests) for p in got] == [len(r["tests"]["inputs"]) for r in raw]
     assert got[0].id == "rllm_code_contests/0" and got[0].tests[0].input == raw[0]["tests"]["inputs"][0]
     assert (got[0].meta["time_limit_s"], got[0].meta["memory_limit_mb"]) == (
@@ -154,7 +175,18 @@ def test_rllm_code_contests_parse_limits_and_get_derived_ids(shared_data):
     assert len({p.id for p in got}) == len(got)
 
 
-def test_codeforces_samples_with_limits_and_tags(shared_data):
+def test_codeforces_samples_with_limits_and_tags(problem_sets):
+    raw = json.loads((problem_sets / "rllm_codeforces.json").read_text())
+    got = [convert("codeforces", ref, row) for ref, row in rows(problem_sets / "rllm_codeforces.json")]
+    for p, r in zip(got, raw, strict=True):
+        assert [(t.input, t.output) for t in p.tests] == [(c["input"], c["output"]) for c in r["tests"]]
+        tags = re.search(r"Tags:\n(\[.*\])\n", r["problem"]).group(1)
+        assert p.meta["tags"] == json.loads(tags.replace("'", '"')) and p.platform == "codeforces"
+        assert p.meta["samples_only"] and p.question == r["problem"].strip()
+    assert sum("time_limit_s" in p.meta for p in got) == len(got) == len(raw)
+
+
+def test_codeforces_real_rows(shared_data):
     got = [convert("codeforces", ref, row) for ref, row in rows(shared_data / "rllm_codeforces.json")]
     first = got[0]
     assert first.tests[0].input.startswith("10\n1 9\n8 4") and first.tests[0].output.startswith("1 9\n4 8")
@@ -180,28 +212,31 @@ def test_leetcode_asserts_become_call_tests_with_keywords_in_place(shared_data):
     assert q.tests == p.tests
 
 
-def test_leetcode_references_pass_every_converted_call_test(shared_data):
-    got = [convert("leetcode", ref, row) for ref, row in rows(shared_data / "rllm_leetcode_test.json")]
-    assert all(p.test_kinds == {"call"} for p in got) and len(got) == 200
+def test_leetcode_references_pass_every_converted_call_test(problem_sets):
+    got = [convert("leetcode", ref, row) for ref, row in rows(problem_sets / "rllm_leetcode_test.json")]
+    assert all(p.test_kinds == {"call"} for p in got) and len(got) == len(
+        rows(problem_sets / "rllm_leetcode_test.json")
+    )
     for p in got:
         for have, want in exec_call(p, p.reference_solutions[0]):
             assert have == want, p.id
 
 
-def test_leetcode_unconvertible_assert_keeps_the_check_functional(shared_data):
-    ref, row = rows(shared_data / "rllm_leetcode_test.json")[0]
-    src = row["tests"]["functional"].replace("== 5\n", "== {5}\n")  # a set cannot be JSON
+def test_leetcode_unconvertible_assert_keeps_the_check_functional(problem_sets):
+    ref, row = rows(problem_sets / "rllm_leetcode_test.json")[0]
+    last = re.findall(r"== (\d+)\n", row["tests"]["functional"])[-1]
+    src = row["tests"]["functional"].replace(f"== {last}\n", f"== {{{last}}}\n")  # a set cannot be JSON
     p = convert("leetcode", ref, row | {"tests": {"functional": src}})
     (test,) = p.tests
     assert test.kind == "functional" and test.input.startswith("def check(candidate):")
-    assert "== {5}" in test.input and "check(Solution()" not in test.input
+    assert f"== {{{last}}}" in test.input and "check(Solution()" not in test.input
 
 
 # ------------------------------------------------------------------ TACO / APPS (real rows re-shaped)
 
 
-def test_taco_and_apps_rows(shared_data):
-    for ref, row in rows(shared_data / "sandboxfusion_lcb_v1.jsonl"):
+def test_taco_and_apps_rows(problem_sets):
+    for ref, row in rows(problem_sets / "sandboxfusion_lcb_v1.jsonl"):
         io = json.loads(pickle.loads(zlib.decompress(base64.b64decode(row["test"])))["input_output"])
         if io["fn_name"]:  # TACO/APPS call rows: a list of arguments in, the value wrapped in a list out
             io = io | {
@@ -268,9 +303,15 @@ def test_mcoder_format_is_read_strictly(tmp_path):
     assert e.value.message.startswith("x.jsonl:9, field 'tests[0].input'")
 
 
-def test_code_contests_hub_rows(shared_data):
+def test_code_contests_hub_rows(problem_sets):
     """SandboxFusion's CodeContests rows re-shaped as the Hub dataset stores them (enum codes)."""
-    for ref, row in rows(shared_data / "sandboxfusion_code_contests.jsonl")[3:6]:
+    lettered = [
+        (ref, row)
+        for ref, row in rows(problem_sets / "sandboxfusion_code_contests.jsonl")
+        if len(json.loads(row["labels"])["difficulty"]) == 1  # Codeforces rows: a letter, not a level
+    ]
+    assert lettered
+    for ref, row in lettered[:3]:
         labels = json.loads(row["labels"])
         cases = json.loads(row["test"])
         ins = [c["input"]["stdin"] for c in cases]
@@ -297,7 +338,7 @@ def test_code_contests_hub_rows(shared_data):
         assert (p.meta["time_limit_s"], p.meta["memory_limit_mb"], p.meta["public_tests"]) == (2.5, 256.0, 1)
 
 
-def test_detection_on_real_rows_is_unambiguous(shared_data):
+def test_detection_on_source_rows_is_unambiguous(problem_sets):
     expected = {
         "sandboxfusion_lcb_v1.jsonl": "lcb",
         "sandboxfusion_code_contests.jsonl": "codecontests",
@@ -305,9 +346,100 @@ def test_detection_on_real_rows_is_unambiguous(shared_data):
         "rllm_codeforces.json": "codeforces",
         "rllm_leetcode_test.json": "leetcode",
     }
-    firsts = {name: rows(shared_data / name)[0][1] for name in expected}
+    firsts = {name: rows(problem_sets / name)[0][1] for name in expected}
     firsts["HumanEval.jsonl.gz"] = next(Source(str(package_file()), "jsonl").rows())[1]
     expected["HumanEval.jsonl.gz"] = "humaneval"
     for name, row in firsts.items():
         claimed = [a.name for a in ADAPTERS.values() if a.detect(row)]
         assert claimed == [expected[name]], name
+
+
+# ------------------------------------------------------------------ shapes only the project's rows have here
+
+
+def test_leetcode_keywords_in_place_on_own_rows():
+    ref = RowRef("lc.json", "lc", 0)
+    c = own.CALL[0]  # countMultiples(nums, k)
+    row = own.leetcode_row(c)
+    p = convert("leetcode", ref, row)
+    (kw, result), *_ = c.cases
+    assert (p.tests[0].input, p.tests[0].output, p.tests[0].kind) == (
+        f"{json.dumps(kw['nums'])}\n{kw['k']}",
+        str(result),
+        "call",
+    )
+    assert p.starter_code == c.starter and p.fn_name == c.fn and p.reference_solutions == [c.solution]
+    assert "Please complete" not in p.question and p.question.startswith(c.statement.split("\n")[0])
+    swapped = row["tests"]["functional"].replace("nums = [3,6,7,9], k = 3", "k = 3, nums = [3,6,7,9]")
+    assert swapped != row["tests"]["functional"]
+    assert convert("leetcode", ref, row | {"tests": {"functional": swapped}}).tests == p.tests
+
+
+def test_own_livecodebench_rows_of_both_kinds():
+    for compressed in (True, False):
+        for i, row in enumerate(own.lcb_rows(compressed=compressed)):
+            assert detect(row).name == "lcb"
+            p = convert("lcb", RowRef("lcb.jsonl", "lcb", i, line=i + 1), row)
+            want = own.lcb_cases([*own.STDIN[:3], *own.CALL[:3]][i])
+            assert [(t.input, t.output) for t in p.tests] == [(c["input"], c["output"]) for c in want]
+            assert p.meta["public_tests"] == 1 and p.date == "2023-08-21"
+            assert p.starter_code == row["starter_code"] and p.id == row["question_id"]
+
+
+def test_own_hub_code_contests_rows():
+    for i, p_own in enumerate(own.CONTESTS):
+        row = own.hub_cc_row(p_own, i)
+        assert detect(row).name == "codecontests"
+        p = convert("codecontests", RowRef("cc.parquet", "cc", i), row)
+        assert [(t.input, t.output) for t in p.tests] == list(p_own.tests)
+        assert (p.platform, p.difficulty, p.reference_solutions) == (
+            "codeforces",
+            str(800 + 100 * i),
+            [p_own.solution],
+        )
+        assert (p.meta["time_limit_s"], p.meta["memory_limit_mb"], p.meta["tags"]) == (
+            2.5,
+            256.0,
+            list(p_own.tags),
+        )
+
+
+def test_own_taco_and_apps_rows_keep_their_solutions():
+    for i, src in enumerate([*own.STDIN[:2], *own.CALL[:2]]):
+        for fmt, row in (("taco", own.taco_row(src)), ("apps", own.apps_row(src, 100 + i))):
+            assert detect(row).name == fmt
+            p = convert(fmt, RowRef(f"{fmt}.jsonl", fmt, i, line=i + 1), row)
+            assert p.reference_solutions == [src.solution]
+            if isinstance(src, own.Call):
+                assert p.fn_name == src.fn and p.test_kinds == {"call"}
+                for have, want in exec_call(p, src.solution):
+                    assert have == want, p.id
+            else:
+                assert [(t.input, t.output) for t in p.tests] == list(src.tests)
+
+
+def test_own_humaneval_rows_check_their_reference():
+    for i, c in enumerate(own.CALL):
+        row = own.humaneval_row(c, i)
+        assert detect(row).name == "humaneval"
+        p = convert("humaneval", RowRef("he.jsonl", "he", i, line=i + 1), row)
+        assert p.id == f"Own/{i}" and p.starter_code == row["prompt"] and p.fn_name == c.fn
+        assert "_helper_unused" in p.tests[0].input  # the prompt's helpers come before check()
+        ns: dict[str, Any] = {}
+        exec(p.reference_solutions[0], ns)  # noqa: S102 - our own reference, on purpose
+        exec(p.tests[0].input, ns)  # noqa: S102
+        ns["check"](ns[p.fn_name])
+
+
+def test_detection_of_every_own_shape_is_unambiguous():
+    shapes = {
+        "lcb": own.lcb_rows()[0],
+        "codecontests": own.hub_cc_row(own.STDIN[0], 0),
+        "taco": own.taco_row(own.STDIN[0]),
+        "apps": own.apps_row(own.STDIN[0], 1),
+        "humaneval": own.humaneval_row(own.CALL[0], 0),
+        "leetcode": own.leetcode_row(own.CALL[0]),
+        "codeforces": own.rllm_cf_row(own.STDIN[0]),
+    }
+    for fmt, row in shapes.items():
+        assert [a.name for a in ADAPTERS.values() if a.detect(row)] == [fmt], fmt
