@@ -1,5 +1,6 @@
 """The build pipeline: inputs of every container (parquet, save_to_disk folders, folders of files,
-gzip), format detection, ids, skips, filters, determinism and the mcoder-format round trip."""
+gzip), format detection, ids, skips, filters, determinism and the mcoder-format round trip, on the
+project's own rows and the third-party sets (``problem_sets``)."""
 
 import gzip
 import json
@@ -22,12 +23,12 @@ def run(tmp_path, *sources, name="out.jsonl", **kw):
     return tally, list(read_records(out, Problem))
 
 
-def test_parquet_and_saved_datasets_give_the_same_problems_as_json(shared_data, tmp_path):
+def test_parquet_and_saved_datasets_give_the_same_problems_as_json(problem_sets, tmp_path):
     import datasets
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    raw = json.loads((shared_data / "rllm_leetcode_test.json").read_text())[:20]
+    raw = json.loads((problem_sets / "rllm_leetcode_test.json").read_text())[:20]
     pq.write_table(pa.Table.from_pylist(raw), tmp_path / "lc.parquet")
     datasets.Dataset.from_list(raw).save_to_disk(str(tmp_path / "lc_saved"))
     datasets.DatasetDict({"test": datasets.Dataset.from_list(raw)}).save_to_disk(str(tmp_path / "lc_dict"))
@@ -36,7 +37,7 @@ def test_parquet_and_saved_datasets_give_the_same_problems_as_json(shared_data, 
     _, from_json = run(tmp_path, tmp_path / "lc.json", name="a.jsonl")
     for src in ("lc.parquet", "lc_saved", "lc_dict"):
         tally, got = run(tmp_path, tmp_path / src, name=f"{src}.out.jsonl")
-        assert tally.files[0].format == "leetcode" and tally.converted == 20
+        assert tally.files[0].format == "leetcode" and tally.converted == len(raw)
         assert [(p.question, p.tests, p.fn_name, p.reference_solutions) for p in got] == [
             (p.question, p.tests, p.fn_name, p.reference_solutions) for p in from_json
         ]
@@ -44,30 +45,32 @@ def test_parquet_and_saved_datasets_give_the_same_problems_as_json(shared_data, 
     assert got[3].id == "lc_dict/test/3" and got[3].meta["source_split"] == "test"
 
 
-def test_a_folder_of_files_is_read_in_sorted_order_and_a_readme_is_passed_over(shared_data, tmp_path):
+def test_a_folder_of_files_is_read_in_sorted_order_and_a_readme_is_passed_over(problem_sets, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    shutil.copy(shared_data / "sandboxfusion_lcb_v1.jsonl", folder / "b.jsonl")
+    shutil.copy(problem_sets / "sandboxfusion_lcb_v1.jsonl", folder / "b.jsonl")
     with gzip.open(folder / "a.json.gz", "wt") as f:
-        f.write((shared_data / "rllm_codeforces.json").read_text())
+        f.write((problem_sets / "rllm_codeforces.json").read_text())
     (folder / "README.md").write_text("not data")
     tally, got = run(tmp_path, folder)
     assert [f.format for f in tally.files] == ["codeforces", "lcb"]
     assert tally.ignored and tally.ignored[0][0].endswith("README.md")
     assert got[0].id == "a/0" and got[-1].source == "livecodebench"
-    assert tally.files[0].rows == 408 and tally.files[1].converted == 3
+    cf_rows = len(json.loads((problem_sets / "rllm_codeforces.json").read_text()))
+    lcb_rows = len((problem_sets / "sandboxfusion_lcb_v1.jsonl").read_text().splitlines())
+    assert tally.files[0].rows == cf_rows and tally.files[1].converted == lcb_rows
 
 
-def test_same_inputs_give_the_same_bytes(shared_data, tmp_path):
-    srcs = [shared_data / "sandboxfusion_code_contests.jsonl", shared_data / "rllm_leetcode_test.json"]
+def test_same_inputs_give_the_same_bytes(problem_sets, tmp_path):
+    srcs = [problem_sets / "sandboxfusion_code_contests.jsonl", problem_sets / "rllm_leetcode_test.json"]
     run(tmp_path, *srcs, name="one.jsonl")
     run(tmp_path, *srcs, name="two.jsonl")
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
 
 
-def test_mcoder_format_round_trip(shared_data, tmp_path):
+def test_mcoder_format_round_trip(problem_sets, tmp_path):
     _, first = run(
-        tmp_path, shared_data / "sandboxfusion_lcb_v1.jsonl", shared_data / "rllm_leetcode_test.json"
+        tmp_path, problem_sets / "sandboxfusion_lcb_v1.jsonl", problem_sets / "rllm_leetcode_test.json"
     )
     tally, again = run(tmp_path, tmp_path / "out.jsonl", name="again.jsonl")
     assert tally.files[0].format == "mcoder"
@@ -75,23 +78,24 @@ def test_mcoder_format_round_trip(shared_data, tmp_path):
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
 
 
-def test_broken_mcoder_line_57_is_reported_as_line_57_with_its_field(shared_data, tmp_path):
-    run(tmp_path, shared_data / "rllm_codeforces.json")
+def test_a_broken_mcoder_line_is_reported_by_its_number_with_its_field(problem_sets, tmp_path):
+    run(tmp_path, problem_sets / "rllm_codeforces.json")
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
-    record = json.loads(lines[56])
+    bad = min(57, len(lines) - 1)  # line 57 of the real set; the last but one of a short one
+    record = json.loads(lines[bad - 1])
     record["tests"][0]["kind"] = "sdtin"
-    lines[56] = json.dumps(record)
+    lines[bad - 1] = json.dumps(record)
     (tmp_path / "broken.jsonl").write_text("\n".join(lines[:80]) + "\n")
     with pytest.raises(DataError) as e:
         run(tmp_path, tmp_path / "broken.jsonl", name="x.jsonl")
-    assert e.value.line == 57 and e.value.field == "tests[0].kind"
-    assert "broken.jsonl:57, field 'tests[0].kind'" in e.value.message
+    assert e.value.line == bad and e.value.field == "tests[0].kind"
+    assert f"broken.jsonl:{bad}, field 'tests[0].kind'" in e.value.message
     # What was converted before the bad line stays in the part file for a rerun.
-    assert len((tmp_path / "x.jsonl.part").read_text().splitlines()) == 56
+    assert len((tmp_path / "x.jsonl.part").read_text().splitlines()) == bad - 1
 
 
-def test_a_malformed_json_list_row_names_its_index_and_field(shared_data, tmp_path):
-    raw = json.loads((shared_data / "rllm_codeforces.json").read_text())[:5]
+def test_a_malformed_json_list_row_names_its_index_and_field(problem_sets, tmp_path):
+    raw = json.loads((problem_sets / "rllm_codeforces.json").read_text())[:5]
     raw[3]["tests"] = [{"input": "1"}]
     (tmp_path / "cf.json").write_text(json.dumps(raw))
     with pytest.raises(DataError) as e:
@@ -112,8 +116,8 @@ def test_unknown_shapes_and_formats_say_what_exists(tmp_path):
         BuildConfig(sources=[], format="lcb")
 
 
-def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
-    raw = json.loads((shared_data / "rllm_code_contests.json").read_text())[:6]
+def test_skips_are_counted_with_their_reason(problem_sets, tmp_path):
+    raw = json.loads((problem_sets / "rllm_code_contests.json").read_text())[:6]
     raw[1]["tests"] = {"inputs": [], "outputs": []}
     raw[2]["tests"]["outputs"] = raw[2]["tests"]["outputs"] + ["extra"]
     (tmp_path / "cc.json").write_text(json.dumps(raw))
@@ -121,7 +125,7 @@ def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
     reasons = {r: n for (_, r), n in tally.skips.items()}
     # Both copies of the file skip rows 1 and 2; the second copy's other rows repeat ids.
     assert reasons["no tests"] == 2 and reasons["inputs and outputs differ in count"] == 2
-    assert reasons["duplicate id"] == 4
+    assert reasons["duplicate id"] == len(raw) - 2
     assert sum(n for r, n in reasons.items() if r.startswith("fewer than 2")) == sum(
         1
         for r in raw
@@ -132,14 +136,14 @@ def test_skips_are_counted_with_their_reason(shared_data, tmp_path):
         assert f.rows == f.converted + f.skipped
 
 
-def test_after_keeps_dated_problems_from_that_day(shared_data, tmp_path):
+def test_after_keeps_dated_problems_from_that_day(problem_sets, tmp_path):
     rows = [
-        json.loads(line) for line in (shared_data / "sandboxfusion_lcb_v1.jsonl").read_text().splitlines()
+        json.loads(line) for line in (problem_sets / "sandboxfusion_lcb_v1.jsonl").read_text().splitlines()
     ]
     lcb = [_as_lcb_row(r, compressed=True) for r in rows]
     lcb[0]["contest_date"] = "2023-01-01T00:00:00"
     lcb[1]["contest_date"] = None
     (tmp_path / "lcb.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lcb))
     tally, got = run(tmp_path, tmp_path / "lcb.jsonl", filter=FilterConfig(after="2023-05-01"))
-    assert [p.date for p in got] == ["2023-08-21"]
+    assert [p.date for p in got] == ["2023-08-21"] * (len(lcb) - 2)
     assert {r for (_, r) in tally.skips} == {"dated before 2023-05-01 (--after)", "no date (--after)"}

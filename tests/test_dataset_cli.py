@@ -13,6 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
+from mcoder.dataset.adapters import FORMATS
 from mcoder.dataset.build import build
 from mcoder.dataset.config import BuildConfig
 
@@ -29,9 +30,9 @@ def rows_in(path: Path) -> int:
     return len(json.loads(path.read_text()))
 
 
-def test_everything_in_shared_data_converts_or_is_skipped_with_a_reason(shared_data, tmp_path):
+def test_everything_in_a_sets_folder_converts_or_is_skipped_with_a_reason(problem_sets, tmp_path):
     out = tmp_path / "p.jsonl"
-    sources = sorted(shared_data.iterdir())  # what the shell makes of shared/data/*, README included
+    sources = sorted(problem_sets.iterdir())  # what the shell makes of shared/data/*, README included
     r = dataset_build(*sources, "--out", out)
     assert r.exit_code == 0, r.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -57,7 +58,8 @@ def test_everything_in_shared_data_converts_or_is_skipped_with_a_reason(shared_d
     assert {reason for (_, reason) in tally.skips} <= {
         "interactive (judged by an interactor, not by stdin tests)"
     }
-    assert converted["rllm_leetcode_test.json"] == 200 and converted["sandboxfusion_lcb_v1.jsonl"] == 3
+    for name in ("rllm_leetcode_test.json", "sandboxfusion_lcb_v1.jsonl"):  # no row of these is skipped
+        assert converted[name] == rows_in(problem_sets / name)
     assert not any("This is an interactive problem" in rec["question"] for rec in records)
     assert sum(f.skipped for f in tally.files) > 0  # the interactive ones, counted with their reason
 
@@ -70,43 +72,43 @@ def test_humaneval_without_a_source_reads_the_package(tmp_path):
     assert len(out.read_text().splitlines()) == 164
 
 
-def test_out_dash_writes_records_to_stdout(shared_data):
-    r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl", "--out", "-", "-q")
+def test_out_dash_writes_records_to_stdout(problem_sets):
+    src = problem_sets / "sandboxfusion_lcb_v1.jsonl"
+    r = dataset_build(src, "--out", "-", "-q")
     assert r.exit_code == 0, r.stderr
     assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == [
-        "codeforces/1873_A",
-        "leetcode/2727",
-        "atcoder/abc301_a",
+        json.loads(json.loads(line)["labels"])["task_id"] for line in src.read_text().splitlines()
     ]
 
 
-def test_dash_reads_rows_from_stdin(shared_data, tmp_path):
-    rows = (shared_data / "sandboxfusion_lcb_v1.jsonl").read_text()
+def test_dash_reads_rows_from_stdin(problem_sets, tmp_path):
+    rows = (problem_sets / "sandboxfusion_lcb_v1.jsonl").read_text()
     r = runner.invoke(app, ["dataset", "build", "-", "--out", str(tmp_path / "o.jsonl")], input=rows)
     assert r.exit_code == 0, r.stderr
-    assert r.stdout == f"{tmp_path / 'o.jsonl'}\t3\n" and "-: format lcb (detected)" in r.stderr
+    n = len(rows.splitlines())
+    assert r.stdout == f"{tmp_path / 'o.jsonl'}\t{n}\n" and "-: format lcb (detected)" in r.stderr
 
 
-def test_usage_errors_exit_2_and_say_what_to_do(shared_data, tmp_path):
+def test_usage_errors_exit_2_and_say_what_to_do(problem_sets, tmp_path):
     out = tmp_path / "o.jsonl"
-    r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl", "--out", out, "--format", "kaggle")
+    r = dataset_build(problem_sets / "sandboxfusion_lcb_v1.jsonl", "--out", out, "--format", "kaggle")
     assert r.exit_code == 2 and "unknown format 'kaggle'" in r.stderr
-    assert "auto, mcoder, humaneval, lcb, leetcode, codecontests, codeforces, apps, taco" in r.stderr
+    assert ", ".join(FORMATS) in r.stderr and "codecontests" in r.stderr
     r = dataset_build("--out", out)
     assert r.exit_code == 2 and "no SOURCE given" in r.stderr
-    r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl")
+    r = dataset_build(problem_sets / "sandboxfusion_lcb_v1.jsonl")
     assert r.exit_code == 2 and "--out" in r.stderr
     r = dataset_build(tmp_path / "missing.jsonl", "--out", out)
     assert r.exit_code == 2 and "no such file or folder" in r.stderr
-    r = dataset_build(shared_data / "README.md", "--out", out)
+    r = dataset_build(problem_sets / "README.md", "--out", out)
     assert r.exit_code == 2 and "no data files" in r.stderr
-    r = dataset_build(shared_data / "sandboxfusion_lcb_v1.jsonl", "--out", out, "--after", "May 2024")
+    r = dataset_build(problem_sets / "sandboxfusion_lcb_v1.jsonl", "--out", out, "--after", "May 2024")
     assert r.exit_code == 2 and "YYYY-MM-DD" in r.stderr
     assert not out.exists()
 
 
-def test_bad_data_exits_3_naming_file_line_and_field(shared_data, tmp_path):
-    lines = (shared_data / "sandboxfusion_code_contests.jsonl").read_text().splitlines()
+def test_bad_data_exits_3_naming_file_line_and_field(problem_sets, tmp_path):
+    lines = (problem_sets / "sandboxfusion_code_contests.jsonl").read_text().splitlines()
     row = json.loads(lines[4])
     row["test"] = row["test"][:-5]  # cut JSON text
     lines[4] = json.dumps(row)
@@ -123,11 +125,12 @@ def test_bad_data_exits_3_naming_file_line_and_field(shared_data, tmp_path):
     assert r.exit_code == 3 and "cannot tell the format" in r.stderr and "hint: pass --format" in r.stderr
 
 
-def test_resume_after_a_kill_mid_write_gives_the_same_records(shared_data, tmp_path):
-    rows = json.loads((shared_data / "rllm_codeforces.json").read_text())
+def test_resume_after_a_kill_mid_write_gives_the_same_records(problem_sets, tmp_path):
+    rows = json.loads((problem_sets / "rllm_codeforces.json").read_text())
     big = tmp_path / "big.jsonl"
+    copies = max(6, -(-2400 // len(rows)))  # some 2,400 rows: 6 copies of the real set
     with big.open("w") as f:
-        for _ in range(6):  # ids derive from the row index, so repeated rows stay distinct problems
+        for _ in range(copies):  # ids derive from the row index, so repeated rows stay distinct problems
             for row in rows:
                 f.write(json.dumps(row) + "\n")
     out, part = tmp_path / "out.jsonl", tmp_path / "out.jsonl.part"
@@ -143,7 +146,7 @@ def test_resume_after_a_kill_mid_write_gives_the_same_records(shared_data, tmp_p
     proc.wait()
     assert part.exists() and not out.exists()
     written_before = len(part.read_bytes().splitlines())
-    assert 0 < written_before < 6 * len(rows)
+    assert 0 < written_before < copies * len(rows)
 
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     reference = tmp_path / "reference.jsonl"
