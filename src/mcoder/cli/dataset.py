@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import OutPath, Overwrite, Quiet, apply_quiet, guarded
+from mcoder.cli.common import (
+    IO_PANEL,
+    HelpFlag,
+    ModelPath,
+    OutPath,
+    Overwrite,
+    ProblemsPath,
+    Quiet,
+    apply_quiet,
+    command_options,
+    guarded,
+)
+from mcoder.console import emit
 
 FORMAT_HELP = (
     "Source format: auto (detect per file), lcb, codecontests, codeforces, taco, apps, leetcode, "
@@ -120,7 +133,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Turn problem sources into one problems.jsonl (mcoder Problem records)."""
         apply_quiet(quiet)
-        from mcoder.console import emit
         from mcoder.dataset.build import build as run_build
         from mcoder.dataset.config import BuildConfig
         from mcoder.dataset.filter.difficulty import parse_band
@@ -167,4 +179,103 @@ def register(app: typer.Typer) -> None:
         if config.out != "-":
             emit(f"{config.out}\t{tally.problems}")
 
+    dataset.add_typer(_difficulty(), name="difficulty")
     app.add_typer(dataset, name="dataset")
+
+
+# ----------------------------------------------------------------------------- difficulty
+
+DIFFICULTY_HELP = (
+    "Predict, calibrate and select problems by difficulty (the MicroCoder dataset paper's filter): "
+    "a model rates each problem on weighted dimensions, the weighted score is fitted to measured "
+    "pass rates, and problems are kept by predicted pass rate."
+)
+ScoresPath = Annotated[
+    Path, typer.Option("--scores", "-s", rich_help_panel=IO_PANEL, help="Scores JSONL from `predict`.")
+]
+
+
+def _difficulty() -> typer.Typer:
+    from mcoder.cli.options import config_options, with_options
+    from mcoder.dataset.config import CalibrateConfig, PredictConfig, SelectConfig
+
+    group = typer.Typer(help=DIFFICULTY_HELP, no_args_is_help=True)
+    hand = {"problems", "model", "out", "overwrite", "scores", "calibration"}
+    for name, fn, cls, example in (
+        ("predict", _predict, PredictConfig,
+         "mcoder dataset difficulty predict -p problems.jsonl -m MODEL -o scores.jsonl --engine vllm"),
+        ("calibrate", _calibrate, CalibrateConfig,
+         "mcoder dataset difficulty calibrate -s scores.jsonl --verdicts verdicts.jsonl -o calibration.json"),
+        ("select", _select, SelectConfig,
+         ("mcoder dataset difficulty select -p problems.jsonl -s scores.jsonl -c calibration.json "
+         "-o selected.jsonl --easy-share 0.2")),
+    ):  # fmt: skip
+        written = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in inspect.signature(fn, eval_str=True).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        params = [*written, *config_options(cls, skip=hand)]
+        doc = (fn.__doc__ or "").strip()
+        group.command(**command_options(name, help=doc, example=example))(with_options(guarded(fn), params))
+    return group
+
+
+def _predict(
+    problems: ProblemsPath, model: ModelPath, out: OutPath, overwrite: Overwrite = False,
+    quiet: Quiet = False, help_: HelpFlag = False, **options,
+) -> None:  # fmt: skip
+    """Rate each problem's difficulty with a model (hf or vLLM engine) into a scores JSONL."""
+    from mcoder.cli.options import given
+    from mcoder.dataset.config import PredictConfig
+    from mcoder.dataset.predict import predict
+
+    apply_quiet(quiet)
+    values = given(PredictConfig, options)
+    cfg = PredictConfig(problems=str(problems), model=model, out=str(out), overwrite=overwrite, **values)
+    summary = predict(cfg)
+    if str(out) != "-":
+        emit(f"{out}\t{summary.ok + summary.resumed}")
+
+
+def _calibrate(
+    scores: ScoresPath, out: OutPath, overwrite: Overwrite = False, quiet: Quiet = False,
+    help_: HelpFlag = False, **options,
+) -> None:  # fmt: skip
+    """Fit the weighted score to measured pass rates (isotonic); report held-out rank correlation and error."""
+    from mcoder.cli.options import given
+    from mcoder.dataset.calibrate import calibrate
+    from mcoder.dataset.config import CalibrateConfig
+
+    apply_quiet(quiet)
+    values = given(CalibrateConfig, options)
+    cfg = CalibrateConfig(
+        scores=str(scores), out=str(out), overwrite=overwrite, **({"verdicts": ()} | values)
+    )
+    result = calibrate(cfg)
+    if str(out) != "-":
+        h = result["heldout"]
+        emit(f"{out}\theldout_spearman={h['spearman']}\theldout_mae={h['mae']}")
+
+
+def _select(
+    problems: ProblemsPath, scores: ScoresPath,
+    calibration: Annotated[
+        Path, typer.Option("--calibration", "-c", rich_help_panel=IO_PANEL, help="Calibration file from `calibrate`.")
+    ],
+    out: OutPath, overwrite: Overwrite = False, quiet: Quiet = False, help_: HelpFlag = False, **options,
+) -> None:  # fmt: skip
+    """Keep problems by predicted pass rate: a band, and/or a smaller share of easy ones."""
+    from mcoder.cli.options import given
+    from mcoder.dataset.config import SelectConfig
+    from mcoder.dataset.select import select
+
+    apply_quiet(quiet)
+    values = given(SelectConfig, options)
+    cfg = SelectConfig(
+        problems=str(problems), scores=str(scores), calibration=str(calibration), out=str(out),
+        overwrite=overwrite, **values,
+    )  # fmt: skip
+    summary = select(cfg)
+    if str(out) != "-":
+        emit(f"{out}\t{summary.kept}")

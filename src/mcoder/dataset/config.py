@@ -52,3 +52,187 @@ class BuildConfig:
             v = dataclasses.asdict(self.verify)
             out |= {f"verify_{k}": v[k] for k in sorted(v) if k != "workers"}
         return out
+
+
+# ----------------------------------------------------------------------------- difficulty stages
+# ``mcoder dataset difficulty predict | calibrate | select`` (dataset/predict.py, calibrate.py,
+# select.py): the MicroCoder dataset paper's LLM-based difficulty filter. The paper scores "five
+# weighted dimensions" and names two (algorithmic thinking, implementation); the other three and
+# all five weights are not public, so these defaults are mcoder's choice, and every one can be
+# replaced with --dimension NAME=WEIGHT.
+
+DIMENSIONS: dict[str, str] = {
+    "algorithmic_thinking": "how much insight the algorithm needs (finding the technique, seeing why it works)",
+    "implementation": "how much careful code a correct solution takes (length, data structures, bookkeeping)",
+    "mathematics": "how much mathematical reasoning it needs (number theory, combinatorics, geometry)",
+    "edge_cases": "how many special cases and traps a correct solution must handle",
+    "efficiency": "how far the limits are from a naive solution (input sizes against the complexity needed)",
+}
+DEFAULT_DIMENSIONS = (
+    "algorithmic_thinking=0.3",
+    "implementation=0.25",
+    "mathematics=0.15",
+    "edge_cases=0.15",
+    "efficiency=0.15",
+)
+
+
+def parse_dimensions(specs: tuple[str, ...] | list[str]) -> list[tuple[str, float, str]]:
+    """``("algorithmic_thinking=0.3", ...)`` -> [(name, weight, description)], checked. A name the
+    table above does not know is described to the model by the name itself."""
+    out: list[tuple[str, float, str]] = []
+    for spec in specs:
+        name, sep, weight = spec.partition("=")
+        name = name.strip().lower().replace("-", "_").replace(" ", "_")
+        try:
+            w = float(weight) if sep else float("nan")
+        except ValueError:
+            w = float("nan")
+        if not name.replace("_", "").isalnum() or not w >= 0:
+            raise UsageError(
+                f"--dimension {spec!r}: expected NAME=WEIGHT with a weight >= 0",
+                hint="e.g. --dimension algorithmic_thinking=0.3 (letters, digits and _ in the name)",
+            )
+        if any(n == name for n, _, _ in out):
+            raise UsageError(f"--dimension {name} given twice")
+        out.append(
+            (name, w, DIMENSIONS.get(name, f"how demanding the problem is in {name.replace('_', ' ')}"))
+        )
+    if not out or sum(w for _, w, _ in out) <= 0:
+        raise UsageError("the dimension weights add up to 0", hint="give at least one a positive weight")
+    return out
+
+
+def parse_pair(text: str, flag_name: str) -> tuple[float, float]:
+    """``"0.1,0.9"`` -> (0.1, 0.9) with 0 <= LO <= HI <= 1, for rate bands."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(
+            f"{flag_name} takes LO,HI (two numbers), got {text!r}", hint=f"e.g. {flag_name} 0.1,0.9"
+        ) from None
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise UsageError(f"{flag_name} needs 0 <= LO <= HI <= 1, got {text!r}", hint="e.g. 0.1,0.9")
+    return lo, hi
+
+
+@dataclass(kw_only=True)
+class PredictConfig:
+    # --- inputs and outputs
+    problems: str
+    """Problems JSONL (from dataset build)."""
+    model: str
+    """Model folder (transformers format, with a chat template) that rates each problem."""
+    out: str
+    """Scores JSONL: one record per problem (status ok, malformed or too_long); resumed when rerun."""
+    adapter: str | None = None
+    """PEFT LoRA adapter folder applied to the model."""
+    limit: int | None = None
+    """Rate only the first N problems."""
+    overwrite: bool = False
+    """Start over instead of continuing an earlier output."""
+    # --- rating
+    dimension: tuple[str, ...] = DEFAULT_DIMENSIONS
+    """A difficulty dimension and its weight, NAME=WEIGHT (repeatable; given once, it replaces the
+    defaults, which are mcoder's choice: the paper's other dimensions and its weights are not public)."""
+    max_tokens: int = 96
+    """Most tokens of one answer."""
+    temperature: float = 0.0
+    """Sampling temperature of the first answer (0: greedy)."""
+    retries: int = 2
+    """Asks again after a malformed answer (at --retry-temperature, new seeds); then the problem is
+    recorded as malformed and left unscored."""
+    retry_temperature: float = 0.7
+    """Sampling temperature of the retries (a greedy retry would repeat the same answer)."""
+    seed: int = 0
+    """Run seed; each problem's answers are seeded from it, the problem id and the attempt."""
+    # --- engine
+    engine: str = "auto"
+    """auto (vLLM when installed, else hf), hf or vllm."""
+    batch_size: int = 32
+    """Problems rated per engine call."""
+
+    def validate(self) -> PredictConfig:
+        parse_dimensions(self.dimension)
+        if self.engine not in ("auto", "hf", "vllm"):
+            raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
+        if self.max_tokens < 1 or self.batch_size < 1 or self.retries < 0:
+            raise UsageError("--max-tokens and --batch-size must be positive, --retries >= 0")
+        if self.temperature < 0 or self.retry_temperature < 0:
+            raise UsageError("temperatures must be >= 0")
+        if self.limit is not None and self.limit < 0:
+            raise UsageError(f"--limit {self.limit} must be >= 0")
+        return self
+
+    def settings(self) -> dict:
+        """What decides the scores written (a rerun continues only with the same)."""
+        import dataclasses
+
+        skip = {"problems", "model", "adapter", "out", "overwrite", "batch_size"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
+
+
+@dataclass(kw_only=True)
+class CalibrateConfig:
+    # --- inputs and outputs
+    scores: str
+    """Scores JSONL from `dataset difficulty predict`."""
+    verdicts: tuple[str, ...]
+    """Verdicts JSONL of the reference model on (some of) the scored problems (repeatable)."""
+    out: str
+    """Calibration file (one JSON line): the monotone fit and its held-out figures."""
+    overwrite: bool = False
+    """Make the calibration again even when one with these settings and inputs exists."""
+    # --- fit
+    heldout_share: float = 0.25
+    """Share of the measured problems kept out of the fit to measure it (chosen by a hash of the id and --seed)."""
+    min_samples: int = 1
+    """Problems with fewer judged samples are left out of the fit."""
+    seed: int = 0
+    """Seed of the held-out split."""
+
+    def validate(self) -> CalibrateConfig:
+        if not 0.0 <= self.heldout_share < 1.0:
+            raise UsageError(f"--heldout-share {self.heldout_share} must be in [0, 1)")
+        if self.min_samples < 1:
+            raise UsageError("--min-samples must be >= 1")
+        if not self.verdicts:
+            raise UsageError("no --verdicts given", hint="pass the verdicts mcoder judge wrote (repeatable)")
+        return self
+
+
+@dataclass(kw_only=True)
+class SelectConfig:
+    # --- inputs and outputs
+    problems: str
+    """Problems JSONL to select from."""
+    scores: str
+    """Scores JSONL from `dataset difficulty predict` on these problems."""
+    calibration: str
+    """Calibration file from `dataset difficulty calibrate`."""
+    out: str
+    """Selected problems JSONL, each with meta difficulty_score, predicted_pass_rate, difficulty_class."""
+    overwrite: bool = False
+    """Start over instead of continuing an earlier output."""
+    # --- selection
+    keep_predicted: str | None = None
+    """LO,HI: keep problems whose predicted pass rate is in the band."""
+    easy_share: float | None = None
+    """Drop the easiest 'easy' problems until they are at most this share of the kept set (the paper: 0.4 -> 0.2)."""
+    easy_above: float = 0.7
+    """A predicted pass rate above this is 'easy'."""
+    hard_below: float = 0.3
+    """A predicted pass rate below this is 'hard' (between the two: 'medium')."""
+    unscored: str = "drop"
+    """Problems without a score (malformed answers, prompt too long, not rated): drop or keep."""
+
+    def validate(self) -> SelectConfig:
+        if self.keep_predicted is not None:
+            parse_pair(self.keep_predicted, "--keep-predicted")
+        if self.easy_share is not None and not 0.0 <= self.easy_share <= 1.0:
+            raise UsageError(f"--easy-share {self.easy_share} must be in [0, 1]")
+        if not 0.0 <= self.hard_below <= self.easy_above <= 1.0:
+            raise UsageError("--hard-below must be <= --easy-above, both in [0, 1]")
+        if self.unscored not in ("drop", "keep"):
+            raise UsageError(f"--unscored {self.unscored}: unknown", hint="use drop or keep")
+        return self

@@ -1,0 +1,275 @@
+"""``mcoder dataset difficulty predict``: a model rates each problem's difficulty on several
+weighted dimensions; the weighted score is what ``calibrate`` maps to a pass rate.
+
+Scoring a problem costs one short generation; measuring its pass rate costs G full solutions and
+a judge run each. That is the point of the MicroCoder dataset paper's filter.
+
+Each problem gets one record in the scores file, keyed by ``problem_id``::
+
+    {"schema": 1, "problem_id": "p1", "status": "ok", "scores": {"algorithmic_thinking": 7, ...},
+     "score": 6.1, "attempts": 1, "error": null, "answer": "algorithmic_thinking: 7\\n...", "model": "M"}
+
+``status`` is ``ok``; ``malformed`` when no attempt gave a score for every dimension in range
+(``error`` says what the last one lacked); or ``too_long`` when the prompt does not fit the model's
+context. A malformed answer is asked again up to ``--retries`` times with new seeds; it never stops
+the run. The output is claimed and resumed like every stage's (``mcoder.outputs``): a killed run
+rerun continues after the last problem written, and no problem is written twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcoder import console
+from mcoder.dataset.config import PredictConfig, parse_dimensions
+from mcoder.jsonl import RecordWriter
+from mcoder.outputs import claim_output
+from mcoder.prompts import difficulty_messages, render_messages
+from mcoder.records import SCHEMA_VERSION, Problem
+
+SCALE = (1.0, 10.0)
+ANSWER_KEPT = 300  # characters of the last answer kept in a record (to read why it failed)
+SCORE_FIELDS = ("problem_id", "status", "score")
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+_LINE = re.compile(
+    r"^[\s>*#`\-\d.)]*([A-Za-z][A-Za-z _-]*?)\**\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*10)?\b"
+)
+_JSON = re.compile(r"\{[^{}]*\}", re.DOTALL)
+
+
+class Malformed(ValueError):
+    """An answer that does not give every dimension a score in range; the message says why."""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s-]+", "_", name.strip().lower())
+
+
+def parse_scores(text: str, names: Sequence[str], scale: tuple[float, float] = SCALE) -> dict[str, float]:
+    """The score of each dimension in ``names`` from a model's answer, or ``Malformed``.
+
+    Read: ``name: score`` lines (``name = score``, ``score/10``, list marks and bold allowed) or one
+    JSON object; names compared case-insensitively with spaces and hyphens as ``_``; a ``<think>``
+    block is ignored; the first value of a name counts; other names are ignored."""
+    text = _THINK.sub("", text)
+    found: dict[str, str] = {}
+    for obj in reversed(_JSON.findall(text)):  # a JSON object, the last one given
+        try:
+            data = json.loads(obj)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            found = {_key(str(k)): str(v) for k, v in data.items()}
+            break
+    if not found:
+        for line in text.splitlines():
+            m = _LINE.match(line)
+            if m:
+                found.setdefault(_key(m.group(1)), m.group(2))
+    scores = {}
+    lo, hi = scale
+    for name in names:
+        if name not in found:
+            raise Malformed(f"no score for {name}")
+        try:
+            value = float(found[name])
+        except ValueError:
+            raise Malformed(f"{name}: {found[name]!r} is not a number") from None
+        if not lo <= value <= hi:
+            raise Malformed(f"{name}: {value:g} is outside {lo:g}..{hi:g}")
+        scores[name] = value
+    return scores
+
+
+def weighted_score(scores: dict[str, float], weights: dict[str, float]) -> float:
+    """sum_i w_i s_i / sum_i w_i: on the same 1..10 scale as each dimension."""
+    total = sum(weights.values())
+    return round(sum(weights[k] * scores[k] for k in weights) / total, 6)
+
+
+@dataclass
+class PredictSummary:
+    out: str
+    ok: int = 0
+    malformed: int = 0
+    too_long: int = 0
+    resumed: int = 0
+    answers: int = 0
+    malformed_answers: int = 0
+    """Answers that could not be read, retried ones included."""
+    ok_after_retry: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    """The reason of each malformed answer (its first words), counted."""
+
+    @property
+    def written(self) -> int:
+        return self.ok + self.malformed + self.too_long
+
+
+def predict(cfg: PredictConfig, engine=None, tokenizer=None, context: int | None = None) -> PredictSummary:
+    """Rate every problem of ``cfg.problems`` into ``cfg.out``. ``engine``/``tokenizer``: made from
+    ``cfg.model`` unless given (a test or benchmark may pass its own engine); ``context``: the
+    model's context length in tokens (None: no limit checked)."""
+    from mcoder.rollout.problems import count_problems, iter_problems
+
+    cfg.validate()
+    inputs = {"problems": cfg.problems}
+    if engine is None:
+        inputs |= {"model": cfg.model, "adapter": cfg.adapter}
+    summary = PredictSummary(out=cfg.out)
+    with claim_output(
+        cfg.out, stage="dataset difficulty predict", settings=cfg.settings(), inputs=inputs,
+        overwrite=cfg.overwrite, expect=SCORE_FIELDS,
+    ) as claim:  # fmt: skip
+        if claim.finished:
+            console.info(claim.finished_message)
+            return summary
+        total = count_problems(cfg.problems, cfg.limit)  # bad input fails here, before a model loads
+        if engine is None:
+            engine, tokenizer, context = _make_engine(cfg)
+        with RecordWriter(cfg.out, "problem_id", resume=claim.resume) as writer:
+            summary.resumed = writer.resumed
+            if writer.resumed:
+                console.info(f"resuming {cfg.out}: {writer.resumed} problems already rated")
+            todo = (p for _, p in iter_problems(cfg.problems, cfg.limit) if p.id not in writer.done)
+            bar = console.progress()
+            with bar:
+                task = bar.add_task("predict", total=total - writer.resumed)
+                while chunk := list(itertools.islice(todo, cfg.batch_size)):
+                    for record in rate(chunk, engine, tokenizer, cfg, summary, context):
+                        writer.write(record)
+                    bar.update(task, advance=len(chunk))
+        claim.mark_finished()
+    show_summary(summary)
+    return summary
+
+
+def _make_engine(cfg: PredictConfig):
+    from mcoder.models import check_model_dir, load_tokenizer
+    from mcoder.rollout.engines.factory import make_engine
+    from mcoder.rollout.problems import PromptBudget
+
+    folder = check_model_dir(cfg.model, cfg.adapter)
+    tokenizer = load_tokenizer(folder)
+    engine = make_engine(
+        cfg.engine, cfg.model, cfg.adapter, tokenizer=tokenizer, batch_size=cfg.batch_size, seed=cfg.seed
+    )
+    return engine, tokenizer, PromptBudget.of(str(folder.base), cfg.max_tokens).limit
+
+
+def rate(
+    problems: list[Problem],
+    engine,
+    tokenizer,
+    cfg: PredictConfig,
+    summary: PredictSummary,
+    context: int | None,
+) -> list[dict]:
+    """One score record per problem, in input order: each problem asked until its answer reads, at
+    most 1 + retries times."""
+    from mcoder.rollout.engines.base import derive_seed
+
+    dims = parse_dimensions(cfg.dimension)
+    names = [n for n, _, _ in dims]
+    weights = {n: w for n, w, _ in dims}
+    described = [(n, d) for n, _, d in dims]
+    records: dict[str, dict] = {}
+    pending: list[tuple[Problem, list[int]]] = []
+    for p in problems:
+        _, ids = render_messages(difficulty_messages(p, described), tokenizer)
+        if context is not None and len(ids) > context:
+            records[p.id] = _record(
+                p.id, "too_long", attempts=0, error=f"prompt of {len(ids)} tokens", model=cfg.model
+            )
+            summary.too_long += 1
+        else:
+            pending.append((p, ids))
+    for attempt in range(1 + cfg.retries):
+        if not pending:
+            break
+        temperature = cfg.temperature if attempt == 0 else cfg.retry_temperature
+        seeds = [derive_seed(cfg.seed, p.id, attempt) for p, _ in pending]
+        generations = engine.generate(
+            [ids for _, ids in pending], n=1, max_tokens=cfg.max_tokens, temperature=temperature, seed=seeds
+        )
+        still = []
+        for (p, ids), (gen, *_) in zip(pending, generations, strict=True):
+            summary.answers += 1
+            try:
+                scores = parse_scores(gen.text, names)
+            except Malformed as e:
+                summary.malformed_answers += 1
+                reason = str(e).split(":")[0] if ":" in str(e) else str(e)
+                summary.errors[reason] = summary.errors.get(reason, 0) + 1
+                records[p.id] = _record(
+                    p.id, "malformed", attempts=attempt + 1, error=str(e), answer=gen.text, model=cfg.model
+                )
+                still.append((p, ids))
+                continue
+            records[p.id] = _record(
+                p.id, "ok", attempts=attempt + 1, scores=scores, score=weighted_score(scores, weights),
+                answer=gen.text, model=cfg.model,
+            )  # fmt: skip
+            summary.ok += 1
+            summary.ok_after_retry += attempt > 0
+        pending = still
+    summary.malformed += len(pending)
+    return [records[p.id] for p in problems]
+
+
+def _record(
+    pid: str, status: str, *, attempts: int, model: str, scores=None, score=None, error=None, answer=""
+) -> dict:
+    return {
+        "schema": SCHEMA_VERSION, "problem_id": pid, "status": status, "scores": scores, "score": score,
+        "attempts": attempts, "error": error, "answer": answer[:ANSWER_KEPT], "model": model,
+    }  # fmt: skip
+
+
+def show_summary(s: PredictSummary) -> None:
+    rows = [
+        ("rated (ok)", s.ok), ("  of which after a retry", s.ok_after_retry), ("malformed (unscored)", s.malformed),
+        ("prompt too long (unscored)", s.too_long), ("already in the output", s.resumed),
+        ("answers read", s.answers), ("answers malformed", s.malformed_answers),
+    ]  # fmt: skip
+    rows += [(f"  {reason}", n) for reason, n in sorted(s.errors.items(), key=lambda kv: -kv[1])[:5]]
+    console.show(console.table(f"difficulty predict -> {s.out}", ["", "problems"], rows))
+
+
+# ----------------------------------------------------------------------------- reading scores
+
+
+def read_scores(path: str | Path) -> dict[str, float | None]:
+    """problem_id -> weighted score (None when unscored), checked: a bad record is a DataError
+    naming the file, line and field."""
+    from mcoder.errors import DataError
+    from mcoder.jsonl import UniqueIds, iter_objects
+
+    out: dict[str, float | None] = {}
+    ids = UniqueIds(path, field="problem_id")
+    for lineno, obj in iter_objects(path):
+        for name in SCORE_FIELDS:
+            if name not in obj:
+                raise DataError(
+                    f"missing field '{name}' (not a scores file?)", path=str(path), line=lineno, field=name
+                )
+        pid, status, score = obj["problem_id"], obj["status"], obj["score"]
+        if not isinstance(pid, str):
+            raise DataError("problem_id must be a string", path=str(path), line=lineno, field="problem_id")
+        if status not in ("ok", "malformed", "too_long"):
+            raise DataError(f"unknown status {status!r}", path=str(path), line=lineno, field="status")
+        ok = isinstance(score, (int, float)) and not isinstance(score, bool)
+        if (status == "ok") != ok:
+            raise DataError(
+                f"status {status} with score {score!r}", path=str(path), line=lineno, field="score",
+                hint="a rated problem has a number, an unscored one null",
+            )  # fmt: skip
+        ids.add(pid, lineno)
+        out[pid] = float(score) if ok else None
+    return out
