@@ -42,13 +42,17 @@ def pytest_report_collectionfinish(config, start_path, items):
 
 
 @pytest.fixture(scope="session", params=["written", pytest.param("shared", marks=pytest.mark.shared_data)])
-def problem_sets(request, tmp_path_factory) -> Path:
+def problem_sets(request) -> Path:
     """A folder of source files named like ../shared/data's: the project's own rows, then the real ones."""
-    if request.param == "shared":
-        return request.getfixturevalue("shared_data")
+    return request.getfixturevalue("shared_data" if request.param == "shared" else "own_sets")
+
+
+@pytest.fixture(scope="session")
+def own_sets(tmp_path_factory) -> Path:
+    """The source files of ``problem_sets`` with the project's own rows (``dataset_rows``)."""
     from dataset_rows import write_sets
 
-    return write_sets(tmp_path_factory.mktemp("problem-sets"))
+    return write_sets(tmp_path_factory.mktemp("own-sets"))
 
 
 @pytest.fixture(scope="session")

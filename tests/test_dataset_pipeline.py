@@ -29,8 +29,8 @@ def ids(path) -> list[str]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
-def test_a_report_flag_never_changes_the_data(shared_data, tmp_path):
-    rows = json.loads((shared_data / "rllm_codeforces.json").read_text())
+def test_a_report_flag_never_changes_the_data(problem_sets, tmp_path):
+    rows = json.loads((problem_sets / "rllm_codeforces.json").read_text())
     special = [r for r in rows if "print any of them" in r["problem"]][:1]
     plain_rows = [r for r in rows if "any of them" not in r["problem"] and "any" not in r["problem"]][:1]
     assert special and plain_rows
@@ -150,15 +150,15 @@ def test_verify_writes_problems_as_they_finish_and_a_rerun_continues(tmp_path):
 # ---------------------------------------------------------------- row-level reasons
 
 
-def _cc_rows(shared_data, n):
+def _cc_rows(problem_sets, n):
     return [
         json.loads(x)
-        for x in (shared_data / "sandboxfusion_code_contests.jsonl").read_text().splitlines()[:n]
+        for x in (problem_sets / "sandboxfusion_code_contests.jsonl").read_text().splitlines()[:n]
     ]
 
 
-def test_a_codecontests_row_without_a_statement_names_the_missing_field(shared_data, tmp_path):
-    rows = _cc_rows(shared_data, 3)
+def test_a_codecontests_row_without_a_statement_names_the_missing_field(problem_sets, tmp_path):
+    rows = _cc_rows(problem_sets, 3)
     del rows[1]["content"]
     src = tmp_path / "cc.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -167,8 +167,8 @@ def test_a_codecontests_row_without_a_statement_names_the_missing_field(shared_d
     assert "no tests" not in r.stderr
 
 
-def test_an_empty_statement_is_skipped_with_its_reason(shared_data, tmp_path):
-    rows = _cc_rows(shared_data, 3)
+def test_an_empty_statement_is_skipped_with_its_reason(problem_sets, tmp_path):
+    rows = _cc_rows(problem_sets, 3)
     rows[2]["content"] = "  \n"
     src = tmp_path / "cc.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -180,8 +180,8 @@ def test_an_empty_statement_is_skipped_with_its_reason(shared_data, tmp_path):
     assert len(ids(tmp_path / "o.jsonl")) == 2
 
 
-def test_a_duplicate_id_is_reported_with_the_file_and_line_of_both(shared_data, tmp_path):
-    rows = _cc_rows(shared_data, 2)
+def test_a_duplicate_id_is_reported_with_the_file_and_line_of_both(problem_sets, tmp_path):
+    rows = _cc_rows(problem_sets, 2)
     src = tmp_path / "cc.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in [*rows, rows[0]]))
     r = dataset_build(src, "-o", tmp_path / "o.jsonl", "--report", tmp_path / "r.md", "-q")
@@ -191,8 +191,8 @@ def test_a_duplicate_id_is_reported_with_the_file_and_line_of_both(shared_data, 
     assert removal["detail"]["first"] == f"{src}:1"
 
 
-def test_bad_utf8_names_the_real_line(shared_data, tmp_path):
-    good = (shared_data / "sandboxfusion_code_contests.jsonl").read_bytes().splitlines(keepends=True)[:3]
+def test_bad_utf8_names_the_real_line(problem_sets, tmp_path):
+    good = (problem_sets / "sandboxfusion_code_contests.jsonl").read_bytes().splitlines(keepends=True)[:3]
     src = tmp_path / "cc.jsonl"
     src.write_bytes(b"".join(good) + b'{"content": "caf\xe9", "test": "[]", "labels": "{}"}\n')
     r = dataset_build(src, "-o", tmp_path / "o.jsonl", "-q")

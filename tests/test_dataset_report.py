@@ -66,10 +66,10 @@ def test_counts_that_do_not_add_up_are_reported_as_such():
     assert report["accounted"] is False
 
 
-def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(shared_data, tmp_path):
+def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(problem_sets, tmp_path):
     problems = (
-        real(shared_data, "rllm_codeforces.json")[:80]
-        + real(shared_data, "rllm_leetcode_test.json")[:12]
+        real(problem_sets, "rllm_codeforces.json")[:80]
+        + real(problem_sets, "rllm_leetcode_test.json")[:12]
         + examples()[:6]
     )
     with RecordWriter(tmp_path / "bench.jsonl", "id", resume=False) as w:
@@ -105,11 +105,11 @@ def test_real_build_accounts_for_every_problem_and_reruns_to_the_same_bytes(shar
     assert not {p.id for p in kept} & set(removed)
 
 
-def test_chunks_add_up_to_the_same_result_as_one_pass(shared_data, monkeypatch):
-    problems = real(shared_data, "rllm_codeforces.json")[:150]
+def test_chunks_add_up_to_the_same_result_as_one_pass(problem_sets, monkeypatch):
+    problems = real(problem_sets, "rllm_codeforces.json")[:150]
     cfg = FilterConfig(max_tests=2, min_chars=300)
     whole = run_filter_verify(problems, dataclasses.replace(cfg))  # 150 < CHUNK: one chunk
-    monkeypatch.setattr(refine, "CHUNK", 7)
+    monkeypatch.setattr(refine, "CHUNK", 7 if len(problems) > 50 else 2)  # several chunks either way
     chunked = run_filter_verify(problems, dataclasses.replace(cfg))
     assert [p.id for p in whole[0]] == [p.id for p in chunked[0]]
     for a, b in zip(whole[1], chunked[1], strict=True):

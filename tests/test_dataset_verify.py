@@ -35,8 +35,8 @@ def with_wrong_test(p: Problem, index: int) -> Problem:
     return dataclasses.replace(p, tests=tests)
 
 
-def test_real_problem_with_one_wrong_test_keeps_its_other_tests(shared_data, judge):
-    leetcode = [p for p in real(shared_data, "rllm_leetcode_test.json") if len(p.tests) >= 3][:4]
+def test_real_problem_with_one_wrong_test_keeps_its_other_tests(problem_sets, judge):
+    leetcode = [p for p in real(problem_sets, "rllm_leetcode_test.json") if len(p.tests) >= 3][:4]
     planted = with_wrong_test(leetcode[0], 1)
     kept, result = verify([planted, *leetcode[1:]], cfg(runs=2), judge)
     assert [p.id for p in kept] == [p.id for p in leetcode]
