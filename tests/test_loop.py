@@ -117,12 +117,17 @@ def _stopping_model(tiny_model: Path, out: Path, p_eos: float = 0.12) -> Path:
 
 @pytest.mark.slow
 def test_one_and_two_processes_write_the_same_steps(tiny_model, tmp_path):
-    """The same loop, launched as one process and as torchrun with 2 gloo ranks: the same step
-    files (rollouts, verdicts, sample decisions) and the same parameters within 1e-5."""
+    """The same loop, launched as one process and as torchrun with 2 gloo ranks, each rank
+    sampling and judging half of the groups with its own engine: the same step files (rollouts,
+    verdicts, sample decisions) and the same parameters within 1e-5."""
     _sandbox_or_skip()
     model = _stopping_model(tiny_model, tmp_path / "model")
     one, two = tmp_path / "one", tmp_path / "two"
     signal = ("--overlong-penalty", "--overlong-cache", "10", "--truncation", "none")
+    # Each rank samples its own groups, in batches of other shapes than one process's: the tokens
+    # are the same, their sampling log-probs only to float rounding (checked below). π_old is
+    # recomputed by the trainer so that the update is a function of the step files alone.
+    signal += ("--recompute-old-logprobs",)
     r1 = _loop(model, one, *signal)
     assert r1.returncode == 0, r1.stderr[-3000:]
     r2 = _loop(model, two, *signal, nproc=2)
@@ -155,6 +160,10 @@ def test_one_and_two_processes_write_the_same_steps(tiny_model, tmp_path):
     m2 = [orjson.loads(x) for x in (two / "metrics.jsonl").read_bytes().splitlines()]
     assert [m["step"] for m in m1] == [m["step"] for m in m2] == [1, 2]
     assert [m["processes"] for m in m2] == [2, 2]
+    # every rank sampled (and judged) its share of the groups: one each, of the batch's two
+    assert [(m["rollout/rank0_groups"], m["rollout/rank1_groups"]) for m in m2] == [(1, 1), (1, 1)]
+    assert [m["rollout/rank0_groups"] for m in m1] == [2, 2] and "rollout/rank1_groups" not in m1[0]
+    assert all(m["time/update"] > 0 and m["time/judge_hidden"] <= m["time/judge"] for m in m1 + m2)
     assert all(m["L_max"] == 10 for m in m1 + m2), "L_max is the sampling limit, in both"
     assert torch.isfinite(torch.tensor([m["loss"] for m in m1 + m2])).all()
 

@@ -3,9 +3,10 @@
 One loop for one process and for torchrun alike. Reads top to bottom in the order things happen;
 what only the main process does (sampling, judging, writing files, printing) sits behind one
 flag, ``main`` (rank 0 under torchrun, always true in one process), as nanoGPT's
-``master_process``. Under torchrun rank 0 samples and judges, the batch is broadcast, every rank
-prepares the whole batch (advantages per group over the full batch) and trains on its share of
-the groups (train/distributed.py). Every step leaves the files the single-stage commands would
+``master_process``. Under torchrun every rank samples and judges its share of the step's
+problem groups with its own engine and the batch is gathered on every rank (loop/sample_judge.py:
+the files do not depend on the split); every rank prepares the whole batch (advantages per group
+over the full batch) and trains on its share of the groups (train/distributed.py). Every step leaves the files the single-stage commands would
 have written (loop/run_folder.py), so any step can be replayed or inspected alone.
 
 Killed and rerun with the same command, it continues after the last checkpointed step; steps
@@ -17,9 +18,7 @@ one process, and the other way round.
 from __future__ import annotations
 
 import contextlib
-import random
 import time
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +41,17 @@ def run_loop(cfg: LoopConfig) -> Path:
 
     # -------- the problems (tests kept: the judge needs them)
     problems = load_problems(cfg.problems)
-    by_id = {p.id: p for p in problems}
 
     # -------- one run at a time in a run folder (RUN.lock, held by the main process until the end)
     lock = contextlib.ExitStack()
     broadcast_result(lambda: lock.enter_context(hold_lock(run.root)) and None)
     with lock:
-        return _run(cfg, run, problems, by_id, main)
+        return _run(cfg, run, problems, main)
 
 
-def _run(
-    cfg: LoopConfig, run: RunFolder, problems: list[Problem], by_id: dict[str, Problem], main: bool
-) -> Path:
+def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -> Path:
     from mcoder.judge.core import Judge
+    from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
     from mcoder.train.distributed import barrier, broadcast_result, make_trainer, world_size
@@ -91,36 +88,48 @@ def _run(
             cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step
         )
 
-    sync_s = 0.0  # bringing the engine to the policy: the last step's hand-over + this step's sync
-    with Judge(cfg.judge) if main else nullcontext() as judge:
+    sync_s = 0.0  # bringing the engines to the policy: the last step's hand-over + this step's sync
+    with Judge(judge_share(cfg.judge)) as judge:  # each rank's judge has its share of the cores
         for step in range(first_step, cfg.steps + 1):
-            # 1-2. rollout and judge (main process), from the policy as it is now
+            # 1-2. rollout and judge (every rank its share of the groups), from the policy as it is now
+            step_t0 = time.perf_counter()
             if step > first_step:
                 t0 = time.perf_counter()
                 sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
                 sync_s += time.perf_counter() - t0
-            rollouts, verdicts, timing = broadcast_result(
-                lambda step=step: _sample_and_judge(
-                    cfg, run, step, problems, by_id, sampler, judge, trainer, temperature
-                )
-            )
+            T = broadcast_result(lambda step=step: temperature(step))  # measured by rank 0 at a stage's start
+            rollouts, verdicts, timing = sample_and_judge(cfg, step, problems, sampler, judge, trainer, T)
+            if main:
+                run.write_step(step, "rollouts", "id", rollouts)
+                run.write_step(step, "verdicts", "rollout_id", verdicts)
 
             # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile)
+            t0 = time.perf_counter()
             sampler.before_update()
             metrics = trainer.train_on_batch(rollouts, {v.rollout_id: v for v in verdicts})
+            update_s = time.perf_counter() - t0
             if main:
                 from mcoder.rollout.diversity import batch_diversity
 
                 run.write_step(step, "samples", "rollout_id", [s.to_row() for s in trainer.last_samples])
                 metrics.update(batch_diversity(rollouts))
-                metrics.update({"step": step, "processes": world_size(), "time/sync": sync_s, **timing})
+                metrics.update(
+                    {
+                        "step": step,
+                        "processes": world_size(),
+                        "time/sync": sync_s,
+                        "time/update": update_s,  # the engine set aside, then the trainer's time/train
+                        "time/step": time.perf_counter() - step_t0,
+                        **timing,
+                    }
+                )
                 run.append_metrics(metrics)
                 info(_progress_line(step, cfg.steps, metrics))
 
             # 4. checkpoint (atomic; under torchrun gathered by all ranks, written by rank 0):
             # a kill after this line resumes at the next step
             if step % cfg.save_every == 0 or step == cfg.steps:
-                trainer.save(run.checkpoint, extra_state={"loop_step": step})
+                trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step))
             t0 = time.perf_counter()
             sampler.after_step(step)  # LoRA: the adapter is written and handed over here
             sync_s = time.perf_counter() - t0
@@ -137,70 +146,16 @@ def load_problems(path: Path) -> list[Problem]:
     return problems
 
 
-def _sample_and_judge(
-    cfg: LoopConfig, run: RunFolder, step, problems, by_id, sampler, judge, trainer, temperature
-):
-    """One step's batch: sample train_batch_size problems (G completions each), judge them, top
-    up by dynamic sampling, write the step's rollouts and verdicts. Main process only."""
-    T = temperature(step)
-    rng = random.Random(cfg.train.seed * 1_000_003 + step)
-    t0 = time.perf_counter()
-    batch = rng.sample(problems, min(cfg.train_batch_size, len(problems)))
-    rollouts = _rollouts(cfg, batch, sampler, trainer, T, seed=cfg.train.seed + step)
-    t1 = time.perf_counter()
-    verdicts = judge.judge(by_id, rollouts)
-    t2 = time.perf_counter()
-    rollouts, verdicts, rounds = _dynamic_sampling(
-        cfg, rng, problems, rollouts, verdicts, sampler, judge, trainer, T, step
-    )
-    t3 = time.perf_counter()
-    run.write_step(step, "rollouts", "id", rollouts)
-    run.write_step(step, "verdicts", "rollout_id", verdicts)
-    tokens = sum(len(r.completion_token_ids or ()) for r in rollouts)
-    timing = {
-        "time/rollout": (t1 - t0) + (t3 - t2),
-        "time/judge": t2 - t1,
-        "rollout_tokens_per_s": tokens / max(t1 - t0, 1e-9),
-        "resample_rounds": rounds,
-    }
-    return rollouts, verdicts, timing
+def judge_share(cfg):
+    """This rank's judge settings: the judge's workers (one per core by default) split between
+    the ranks of a node, which all judge at once."""
+    import dataclasses
 
+    from mcoder.judge.config import default_workers
+    from mcoder.train.distributed import world_size
 
-def _rollouts(cfg: LoopConfig, batch, sampler, trainer, T: float, seed: int):
-    from mcoder.rollout.sample import make_rollouts
-
-    return make_rollouts(
-        batch,
-        sampler.engine,
-        trainer.tokenizer,
-        n=cfg.sampling.n,
-        max_tokens=cfg.sampling.max_tokens,
-        temperature=T,
-        seed=seed,
-        model_name=cfg.model,
-        policy_version=trainer.policy_version,
-    )
-
-
-def _dynamic_sampling(cfg: LoopConfig, rng, problems, rollouts, verdicts, sampler, judge, trainer, T, step):
-    """DAPO: while fewer than train_batch_size groups carry signal (two different rewards), sample
-    more problems not yet in this step. Returns the batch's rollouts and verdicts and the rounds taken."""
-    tcfg = cfg.train
-    rounds = 0
-    while tcfg.dynamic_sampling and rounds < cfg.max_resample_rounds:
-        rewards: dict[str, set[float]] = {}
-        for v in verdicts:
-            rewards.setdefault(v.problem_id, set()).add(v.reward)
-        useful = sum(len(r) > 1 for r in rewards.values())
-        unused = [p for p in problems if p.id not in rewards]
-        if useful >= cfg.train_batch_size or not unused:
-            break
-        rounds += 1
-        more = rng.sample(unused, min(cfg.train_batch_size - useful, len(unused)))
-        new = _rollouts(cfg, more, sampler, trainer, T, seed=tcfg.seed + step + 7919 * rounds)
-        rollouts = rollouts + new
-        verdicts = verdicts + judge.judge({p.id: p for p in more}, new)
-    return rollouts, verdicts, rounds
+    workers = cfg.workers if cfg.workers > 0 else default_workers()
+    return dataclasses.replace(cfg, workers=max(1, workers // world_size()))
 
 
 def _progress_line(step: int, steps: int, m: dict[str, Any]) -> str:

@@ -9,8 +9,8 @@ rank after the update and save).
 - ``LivePolicy`` (hf, one process): the engine samples from the trainer's own model object,
   always on-policy, nothing to send.
 - ``SyncedCopy`` (hf, torchrun): generation from the sharded policy would make every token a
-  collective all ranks join in lockstep; rank 0 keeps an unsharded copy instead, refreshed from
-  the gathered weights before each rollout.
+  collective all ranks join in lockstep; each rank keeps an unsharded copy instead, refreshed
+  from the gathered weights (one tensor at a time) before each rollout, and samples its share.
 - ``VLLMAdapter`` (vllm, LoRA): a separate engine on the base model; each step's adapter is
   written to RUN/adapters/step_NNNN and the engine is pointed at it (a new LoRA id makes vLLM
   load it on the next request); the base model stays loaded, no restart.
@@ -83,16 +83,17 @@ class SyncedCopy:
         from mcoder.train.models import load_policy
 
         self.trainer = trainer
-        self.engine = self.copy = None
-        if is_main():
-            self.copy = load_policy(start, trainer.cfg).to(trainer.device).eval()
-            self.engine = HFEngine(self.copy, trainer.tokenizer)
+        self.copy = load_policy(start, trainer.cfg).to(trainer.device).eval()
+        self.engine = HFEngine(self.copy, trainer.tokenizer)
 
     def sync(self) -> None:
-        """Gather the policy's weights (every rank) into rank 0's copy."""
-        full = self.trainer.full_state_dict()
-        if self.copy is not None:
-            self.copy.load_state_dict(full, strict=False)  # a tied lm_head comes under both names
+        """Stream the policy's weights into this rank's copy, one tensor at a time (each one
+        gathered whole on every rank: every rank samples)."""
+        import torch
+
+        with torch.no_grad():
+            for name, tensor in policy_weights(self.trainer):
+                self.copy.get_parameter(name).copy_(tensor)
 
     def before_update(self) -> None:
         pass

@@ -114,6 +114,25 @@ def broadcast_result(fn):
     return result
 
 
+def gather_results(fn) -> list:
+    """``fn()`` on every rank; every rank's result, in rank order, on every rank. An error on any
+    rank is raised on every rank (none waits forever on a collective a failed rank never
+    reaches). In one process: ``[fn()]``."""
+    if not dist.is_initialized():
+        return [fn()]
+    result, error = None, None
+    try:
+        result = fn()
+    except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
+        error = e
+    box: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(box, (result, error))
+    for _, e in box:
+        if e is not None:
+            raise e
+    return [r for r, _ in box]
+
+
 def make_trainer(model_path: str, cfg: TrainConfig) -> Trainer:
     """The trainer for this launch: FSDP2 across ranks under torchrun, else the plain one."""
     return FSDPTrainer(model_path, cfg) if setup() else Trainer(model_path, cfg)

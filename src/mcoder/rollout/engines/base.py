@@ -4,7 +4,7 @@ batch it was drawn in (a resumed run draws the same samples as an uninterrupted 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +40,20 @@ class Engine(Protocol):
         seed: int | Sequence[int],
     ) -> list[list[Generation]]:
         """``n`` samples for each prompt, in prompt order. ``seed``: one for the call, or one per prompt."""
+        ...
+
+    def stream(
+        self,
+        prompt_ids: list[list[int]],
+        *,
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        seed: int | Sequence[int],
+    ) -> Iterator[tuple[int, list[Generation]]]:
+        """The same samples as ``generate``, each prompt's group as soon as it is finished:
+        ``(prompt index, group)`` pairs, every index once, in the order the groups finish (so a
+        caller can judge the first groups while the engine still samples the rest)."""
         ...
 
 

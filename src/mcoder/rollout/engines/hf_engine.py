@@ -56,14 +56,35 @@ class HFEngine:
         temperature: float,
         seed: int | Sequence[int],
     ) -> list[list[Generation]]:
+        groups: list[list[Generation]] = [[] for _ in prompt_ids]
+        for i, group in self.stream(
+            prompt_ids, n=n, max_tokens=max_tokens, temperature=temperature, seed=seed
+        ):
+            groups[i] = group
+        return groups
+
+    def stream(
+        self,
+        prompt_ids: list[list[int]],
+        *,
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        seed: int | Sequence[int],
+    ) -> Iterator[tuple[int, list[Generation]]]:
+        """Each prompt's group once its last row is decoded: rows are decoded ``batch_size`` at a
+        time in prompt order, so the groups come in prompt order, a batch's worth at a time."""
         seeds = prompt_seeds(seed, len(prompt_ids))
         rows = [(p, derive_seed(s, j)) for p, s in zip(prompt_ids, seeds) for j in range(n)]
         samples: list[Generation] = []
+        done = 0  # groups handed out
         with _inference(self.model):
             for start in range(0, len(rows), self.batch_size):
                 chunk = rows[start : start + self.batch_size]
                 samples.extend(self._generate_rows(chunk, max_tokens, temperature))
-        return [samples[i * n : (i + 1) * n] for i in range(len(prompt_ids))]
+                while done < len(prompt_ids) and len(samples) >= (done + 1) * n:
+                    yield done, samples[done * n : (done + 1) * n]
+                    done += 1
 
     def _generate_rows(
         self, rows: list[tuple[list[int], int]], max_tokens: int, temperature: float

@@ -121,10 +121,38 @@ class VLLMEngine:
         temperature: float,
         seed: int | Sequence[int],
     ) -> list[list[Generation]]:
+        self.wake_up()
+        prompts, params = self._requests(prompt_ids, n, max_tokens, temperature, seed)
+        outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
+        return [self._group(o) for o in outputs]
+
+    def stream(
+        self,
+        prompt_ids: list[list[int]],
+        *,
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        seed: int | Sequence[int],
+    ) -> Iterator[tuple[int, list[Generation]]]:
+        """The requests are queued together (one batch for the scheduler, as ``generate``) and
+        the engine is stepped here: each group comes out on the step that finishes it."""
+        self.wake_up()
+        prompts, params = self._requests(prompt_ids, n, max_tokens, temperature, seed)
+        ids = self.llm.enqueue(prompts, params, lora_request=self._lora, use_tqdm=False)
+        index = {rid: i for i, rid in enumerate(ids)}
+        engine = self.llm.llm_engine
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if out.finished and out.request_id in index:
+                    yield index.pop(out.request_id), self._group(out)
+        if index:
+            raise RuntimeError(f"vLLM finished without {len(index)} of the queued requests")
+
+    def _requests(self, prompt_ids, n: int, max_tokens: int, temperature: float, seed) -> tuple[list, list]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        self.wake_up()
         params = [
             SamplingParams(
                 n=n,
@@ -139,9 +167,10 @@ class VLLMEngine:
             )
             for s in prompt_seeds(seed, len(prompt_ids))
         ]
-        prompts = [TokensPrompt(prompt_token_ids=list(p)) for p in prompt_ids]
-        outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
-        return [[self._sample(c) for c in sorted(o.outputs, key=lambda c: c.index)] for o in outputs]
+        return [TokensPrompt(prompt_token_ids=list(p)) for p in prompt_ids], params
+
+    def _group(self, output: Any) -> list[Generation]:
+        return [self._sample(c) for c in sorted(output.outputs, key=lambda c: c.index)]
 
     def _sample(self, c: Any) -> Generation:
         ids = list(c.token_ids)
@@ -205,10 +234,11 @@ def _multiprocessing(enabled: bool):
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if hasattr(envs, "disable_envs_cache"):
             envs.disable_envs_cache()
 
