@@ -38,52 +38,74 @@ def register(app: typer.Typer) -> None:
         verdicts: Annotated[
             Path | None,
             typer.Option(
-                "--verdicts", rich_help_panel=IO_PANEL,
+                "--verdicts",
+                rich_help_panel=IO_PANEL,
                 help="Verdicts JSONL ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json).",
             ),
         ] = None,
         rollouts: RolloutsPath = None,  # type: ignore[assignment]  (only --lcb-out reads them)
         k: Annotated[
-            str, typer.Option("--k", rich_help_panel=TABLES, help="The k of pass@k, comma-separated; 1 is always reported.")
+            str,
+            typer.Option(
+                "--k", rich_help_panel=TABLES, help="The k of pass@k, comma-separated; 1 is always reported."
+            ),
         ] = "1",
         baseline: Annotated[
             Path | None,
             typer.Option(
-                "--baseline", rich_help_panel=TABLES,
+                "--baseline",
+                rich_help_panel=TABLES,
                 help="Verdicts of another model, or a LiveCodeBench results file: adds deltas to every table.",
             ),
         ] = None,
         markdown: Annotated[
-            Path | None, typer.Option("--markdown", rich_help_panel=IO_PANEL, help="Write the tables as markdown here.")
+            Path | None,
+            typer.Option("--markdown", rich_help_panel=IO_PANEL, help="Write the tables as markdown here."),
         ] = None,
         json_out: Annotated[
-            Path | None, typer.Option("--json", rich_help_panel=IO_PANEL, help="Write every number as JSON here.")
+            Path | None,
+            typer.Option("--json", rich_help_panel=IO_PANEL, help="Write every number as JSON here."),
         ] = None,
         lcb_out: Annotated[
             Path | None,
             typer.Option(
-                "--lcb-out", rich_help_panel=IO_PANEL,
+                "--lcb-out",
+                rich_help_panel=IO_PANEL,
                 help="Write LiveCodeBench's results file (Scenario.codegeneration_N_T_eval_all.json); needs --rollouts.",
             ),
         ] = None,
         rating_bounds: Annotated[
             str,
             typer.Option(
-                "--rating-bounds", rich_help_panel=TABLES, help="Ratings below LO are easy, below HI medium, else hard: LO,HI."
+                "--rating-bounds",
+                rich_help_panel=TABLES,
+                help="Ratings below LO are easy, below HI medium, else hard: LO,HI.",
             ),
         ] = "1400,2000",
         run_dir: Annotated[
             list[Path] | None,
             typer.Option(
-                "--run-dir", rich_help_panel=PLOTS, help="A training run folder with metrics.jsonl; repeat to compare runs."
+                "--run-dir",
+                rich_help_panel=PLOTS,
+                help="A training run folder with metrics.jsonl; repeat to compare runs.",
             ),
         ] = None,
         plots: Annotated[
-            bool, typer.Option("--plots", metavar=FLAG, rich_help_panel=PLOTS, help="Draw the training-dynamics figures (PNG).")
+            bool,
+            typer.Option(
+                "--plots",
+                metavar=FLAG,
+                rich_help_panel=PLOTS,
+                help="Draw the training-dynamics figures (PNG).",
+            ),
         ] = False,
         out_dir: Annotated[
             Path | None,
-            typer.Option("--out-dir", rich_help_panel=PLOTS, help="Folder for the figures (default RUN/plots for one run)."),
+            typer.Option(
+                "--out-dir",
+                rich_help_panel=PLOTS,
+                help="Folder for the figures (default RUN/plots for one run).",
+            ),
         ] = None,
         quiet: Quiet = False,
         help_: HelpFlag = False,
