@@ -10,18 +10,39 @@ import typer
 
 from mcoder import __version__
 
+# The overview under `mcoder --help`: one line per subcommand, in the order the data flows (each
+# subcommand's own -h says more), how the stages chain, and where the ready-made chains are.
+SUMMARIES = {
+    "dataset": "Build problems.jsonl from public problem sets.",
+    "rollout": "Sample G completions per problem into rollouts.jsonl.",
+    "judge": "Run completions against the tests in a sandbox.",
+    "train": "GRPO / DAPO / MicroCoder-GRPO updates, or the whole --loop.",
+    "bench": "pass@k by platform x difficulty; training figures.",
+    "show": "Read a rollout batch or a run; --html writes a report page.",
+    "export": "A checkpoint as a plain Hugging Face folder (vllm serve).",
+}
+EPILOG = (
+    "Stages talk through JSONL files: dataset build -> problems.jsonl -> rollout -> rollouts.jsonl -> "
+    "judge -> verdicts.jsonl -> train -> checkpoint -> bench.\n\n"
+    "Recipes that chain them (the GRPO, DAPO and MicroCoder-GRPO runs, a sharded judge, the demo) are "
+    "the shell scripts in the repository's commands/ folder, e.g. commands/train_microcoder.sh --help.\n\n"
+    "mcoder COMMAND -h: a subcommand's options.  mcoder --install-completion: tab completion for your shell."
+)
+
 app = typer.Typer(
     name="mcoder",
     help="Reinforcement learning for code models: dataset build, rollout, judge, train, bench.",
+    epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    # --install-completion / --show-completion: typer's own shell completion (bash, zsh, fish, PowerShell)
+    add_completion=True,
     # -h as well as --help, for every subcommand (a subcommand's context inherits this)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 # Each module defines register(app); its heavy imports happen inside the command bodies.
-SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench")
+SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench", "show")
 
 
 def _version(value: bool) -> None:
@@ -41,6 +62,8 @@ def root(
 
 for _name in SUBCOMMANDS:
     importlib.import_module(f"mcoder.cli.{_name}").register(app)
+for _info in [*app.registered_commands, *app.registered_groups]:
+    _info.short_help = SUMMARIES.get(_info.name or "", _info.short_help)
 
 
 def main() -> None:
