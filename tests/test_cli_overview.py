@@ -44,3 +44,20 @@ def test_completion_completes_subcommands_and_options():
     env |= {"COMP_WORDS": "mcoder show --mas", "COMP_CWORD": "2"}
     r = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert r.stdout.split() == ["--masked"], r.stdout + r.stderr
+
+
+def test_install_completion_writes_the_script_and_sources_it(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "mcoder")
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    r = subprocess.run(
+        [exe, "--install-completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / ".bash_completions" / "mcoder.sh"
+    assert "_mcoder_completion" in script.read_text()
+    assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
