@@ -51,7 +51,7 @@ def as_nobody(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         check=False,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,  # a hang guard only: under heavy load the run takes minutes, and nothing here is timed
     )
 
 

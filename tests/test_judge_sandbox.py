@@ -153,10 +153,19 @@ def test_infinite_loop_and_sleep_are_time_limits(hostile_judge):
     assert_alive(hostile_judge)
 
 
-def test_memory_hog_is_a_memory_limit(hostile_judge):
-    v = run(hostile_judge, "xs = []\nwhile True:\n    xs.append(bytearray(1 << 24))")
+@pytest.fixture(scope="module")
+def roomy_judge():
+    """Limits far above what a hog needs to reach the memory limit: touching 256 MB is ~65,000
+    page faults (most of a second of CPU time on a slow virtual machine), and under heavy load
+    hostile_judge's 3 s wall backstop or its 1 s of CPU could end it first, as a time limit."""
+    with _judge(timeout_s=20.0, wall_factor=10.0) as j:
+        yield j
+
+
+def test_memory_hog_is_a_memory_limit(roomy_judge):
+    v = run(roomy_judge, "xs = []\nwhile True:\n    xs.append(bytearray(1 << 24))")
     assert v.status == "memory_limit", v.first_failure
-    assert_alive(hostile_judge)
+    assert_alive(roomy_judge)
 
 
 def test_fork_bomb_gets_a_verdict_and_leaves_no_process(hostile_judge):
@@ -191,15 +200,20 @@ def test_a_daemon_left_behind_is_killed(hostile_judge):
 
 @pytest.mark.parametrize("unsafe", [False, True])
 def test_a_daemon_is_killed_with_or_without_the_sandbox(hostile_judge, unsafe):
+    # the program ends once the daemon has printed its pid (a pipe says so, not a sleep: under
+    # load a daemon may take longer than any fixed wait to get there)
     code = """\
         import os, sys, time
+        r, w = os.pipe()
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
                 print(os.getpid(), flush=True)
+                os.write(w, b"x")
                 time.sleep(600)
             os._exit(0)
-        time.sleep(0.3)
+        os.close(w)
+        os.read(r, 1)
         """
     if unsafe:
         with Judge(JudgeConfig(workers=1, timeout_s=2.0, unsafe_no_sandbox=True)) as j:
