@@ -13,7 +13,9 @@ real programs judged in the sandbox, ``mcoder bench --lcb-out``, and then the fi
   ``graded_list``, the unbiased pass@k of evaluation/pass_k_utils.py, the mean of ``pass@1``, the
   easy/medium/hard split; runner/custom_evaluator.py: ``code_list`` per problem sorted by
   ``str(question_id)``; runner/main.py --continue_existing: problems whose ``output_list`` has a
-  non-empty output count as done). Nothing of LiveCodeBench's code is copied.
+  non-empty output count as done; the leaderboard's build_leaderboard_json.py in the
+  LiveCodeBench/submissions repository: per problem question_id, contest_date, difficulty,
+  pass@1 x 100 and the platform). Nothing of LiveCodeBench's code is copied.
 """
 
 from __future__ import annotations
@@ -180,6 +182,18 @@ def lcb_read_path(path: Path, start=None, end=None, platform=None) -> dict:
     out["done"] = [
         r["question_id"] for r in results if r["output_list"] and [x for x in r["output_list"] if x]
     ]
+    out["leaderboard"] = [
+        {
+            "question_id": r["question_id"],
+            "date": int(r["contest_date"].timestamp() * 1000),
+            "difficulty": r["difficulty"],
+            "pass@1": r["pass1"] * 100 if "pass1" in r else r["pass@1"] * 100,
+            "platform": "leetcode"
+            if isinstance(r["question_id"], int)
+            else ("codeforces" if r["question_id"][0] == "1" else r["platform"]),
+        }
+        for r in results
+    ]
     return out
 
 
@@ -191,6 +205,9 @@ def test_lcb_read_path_gives_the_bench_numbers(bench_run):
     assert "pass@1 all: 33.3% over 3 problems (9 samples)" in bench_run["summary"]
     assert [c[0] for c in got["code_lists"]] == [PROGRAMS[q][0] for q in sorted(PROGRAMS)]
     assert len(got["done"]) == 3
+    board = {row["question_id"]: row for row in got["leaderboard"]}
+    assert board["leetcode/2727"]["pass@1"] == pytest.approx(100 / 3)
+    assert {row["platform"] for row in board.values()} == {"atcoder", "codeforces", "leetcode"}
     assert lcb_read_path(bench_run["lcb"], platform="leetcode")["problems"] == 1
     assert lcb_read_path(bench_run["lcb"], start="2023-06-01")["problems"] == 1
 
