@@ -238,3 +238,20 @@ def test_the_report_opens_in_a_real_browser(report, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, height) == (1200, 1600)
+
+
+def test_an_unknown_status_is_refused(run):
+    r = mc("show", run, "--status", "wrong")
+    assert r.exit_code == 2 and "not a verdict status" in r.stderr and "wrong_answer" in r.stderr
+
+
+def test_help_fits_80_columns_with_every_flag_and_an_example():
+    import typer
+
+    text = runner.invoke(app, ["show", "-h"], env={"COLUMNS": "80"}).stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for p in typer.main.get_command(app).commands["show"].params:
+        for flag in p.opts:
+            if flag.startswith("--"):
+                assert flag in text, flag
+    assert "Example: mcoder show" in text

@@ -32,12 +32,14 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         rollout_id: Annotated[
-            str | None, typer.Option("--id", rich_help_panel=FILTERS, help="One rollout, shown in full.")
+            str | None,
+            typer.Option("--id", metavar="ID", rich_help_panel=FILTERS, help="One rollout, shown in full."),
         ] = None,
         status: Annotated[
             list[str] | None,
             typer.Option(
                 "--status",
+                metavar="STATUS",
                 rich_help_panel=FILTERS,
                 help="Only samples with this verdict status (repeatable).",
             ),
@@ -53,7 +55,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         problem: Annotated[
             list[str] | None,
-            typer.Option("--problem", rich_help_panel=FILTERS, help="Only this problem id (repeatable)."),
+            typer.Option(
+                "--problem", metavar="ID", rich_help_panel=FILTERS, help="Only this problem id (repeatable)."
+            ),
         ] = None,
         step: Annotated[
             str,
@@ -109,11 +113,18 @@ def register(app: typer.Typer) -> None:
         """Read a rollout batch: a line per group, or each sample in full; --html writes a report page."""
         from mcoder.bench.config import parse_ks
         from mcoder.errors import UsageError
-        from mcoder.show.collect import Filters
+        from mcoder.records import STATUSES
+        from mcoder.show.collect import UNJUDGED, Filters
         from mcoder.show.stage import ShowConfig, run
 
         if limit < 0:
             raise UsageError(f"--limit {limit} is negative", hint="0 shows every sample")
+        known = (*STATUSES, UNJUDGED)
+        unknown = [s for s in status or () if s not in known]
+        if unknown:
+            raise UsageError(
+                f"--status {unknown[0]!r} is not a verdict status", hint="one of " + ", ".join(known)
+            )
         cfg = ShowConfig(
             target=target,
             verdicts=verdicts,

@@ -81,7 +81,8 @@ def verdict_line(s: Shown) -> str:
     v = s.verdict
     if v is None:
         return "not judged"
-    line = f"{v.status}: {v.tests_passed}/{v.tests_total} tests passed, reward {v.reward:g}"
+    tests = f"{v.tests_passed}/{v.tests_total} tests passed, " if v.tests_total else ""
+    line = f"{v.status}: {tests}reward {v.reward:g}"
     if v.elapsed_s:
         line += f", {v.elapsed_s:.2f}s"
     if v.cached:
