@@ -4,7 +4,8 @@ fine-tuning and LoRA; and how long a full-weight sync into vLLM takes against pa
 Loop cases: ``mcoder train --loop`` (``run_loop``) on the bundled problems, each case in a fresh
 subprocess (one vLLM engine at a time; peak RSS per case), ``--steps`` steps; reported are the
 means over the steps after the first (the first has no sync and warms up), from the run's own
-``metrics.jsonl`` (time/rollout, time/judge, time/train, time/sync), and the process's peak RSS.
+``metrics.jsonl`` (time/rollout, time/judge and the part of it hidden behind sampling,
+time/update, time/sync, time/step), and the process's peak RSS.
 
 Sync cases: a full-parameter trainer and an in-process vLLM engine on the same model; the
 trainer's weights are streamed into the engine ``--sync-repeats`` times (mcoder.loop.samplers:
@@ -40,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "examples" / "problems" / "stdin.jsonl"
-PHASES = ("time/rollout", "time/judge", "time/train", "time/sync")
+PHASES = ("time/rollout", "time/judge", "time/judge_hidden", "time/update", "time/sync", "time/step")
 
 
 def build_model(spec: str, root: Path) -> Path:
@@ -94,8 +95,8 @@ def loop_case(model: Path, engine: str, lora: bool, a) -> dict:
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     later = rows[1:] or rows
     out = {k: statistics.mean(r.get(k, 0.0) for r in later) for k in (*PHASES, "rollout_tokens_per_s")}
-    out["step"] = sum(out[k] for k in PHASES)
-    out["start"] = wall - sum(r.get(k, 0.0) for r in rows for k in PHASES)  # load, engine start, saves
+    out["step"] = out["time/step"]  # sync + sampling + the judging left after it + update
+    out["start"] = wall - sum(r["time/step"] for r in rows)  # load, engine start, saves
     return {**out, **_peak()}
 
 
@@ -175,14 +176,18 @@ def _in_subprocess(kind: str, **kw) -> dict:
 def loop_table(model: Path, label: str, a) -> None:
     print(f"\nloop step on {label}: {a.problems} problems x G={a.n}, {a.max_tokens} tokens, "
           f"means over steps 2..{a.steps} (seconds)")  # fmt: skip
-    head = f"{'case':<10} {'sample':>8} {'judge':>8} {'update':>8} {'sync':>8} {'step':>8} {'tok/s':>8} {'start':>7} {'RSS GB':>7}"
+    head = (
+        f"{'case':<10} {'sample':>8} {'judge':>8} {'hidden':>8} {'update':>8} {'sync':>8} {'step':>8} "
+        f"{'tok/s':>8} {'start':>7} {'RSS GB':>7}"
+    )
     print(head)
     print("-" * len(head))
     for case in a.cases.split(","):
         engine, _, mode = case.partition("-")
         r = _in_subprocess("loop", model=str(model), engine=engine, lora=mode == "lora", args=vars(a))
         print(
-            f"{case:<10} {r['time/rollout']:>8.2f} {r['time/judge']:>8.2f} {r['time/train']:>8.2f} "
+            f"{case:<10} {r['time/rollout']:>8.2f} {r['time/judge']:>8.2f} {r['time/judge_hidden']:>8.2f} "
+            f"{r['time/update']:>8.2f} "
             f"{r['time/sync']:>8.2f} {r['step']:>8.2f} {r['rollout_tokens_per_s']:>8.0f} {r['start']:>7.1f} "
             f"{r['peak_rss_gb']:>7.2f}",
             flush=True,

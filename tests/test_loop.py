@@ -261,3 +261,63 @@ def test_rollout_and_the_loop_share_one_sampling_declaration(tmp_path):
     cfg = make_config(command.make_context("rollout", list(args)).params)  # (the parser consumes its list)
     assert (cfg.temperature_rule, cfg.diversity_rise, cfg.diversity_target, cfg.n) == ("rise", 0.3, None, 8)
     assert make_config(command.make_context("rollout", args[:6]).params).spec.fixed == 1.0
+
+
+# ---------------------------------------------------------------- where a step's time goes
+
+
+def test_step_time_figure_stacks_the_loop_s_stages_and_hatches_the_hidden_judging(tmp_path):
+    from mcoder.bench.metrics import read_run
+    from mcoder.bench.plots import build_figures
+
+    rows = [
+        {"step": 1, "time/sync": 0.0, "time/rollout": 4.0, "time/judge": 3.0, "time/judge_hidden": 2.5, "time/update": 2.0},
+        {"step": 2, "time/sync": 0.5, "time/rollout": 5.0, "time/judge": 1.0, "time/judge_hidden": 1.0, "time/update": 2.0},
+    ]  # fmt: skip
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    figures, _ = build_figures([read_run(tmp_path, "run")])
+    ax = figures["step_time"].axes[0]
+    bars = {}  # label -> [(bottom, height) per step]
+    for container in ax.containers:
+        bars[container.get_label()] = [(b.get_y(), b.get_height()) for b in container.patches]
+    assert bars["sampling"] == [(0.0, 4.0), (0.5, 5.0)]
+    assert bars["judging hidden behind sampling"] == [(0.0, 2.5), (0.5, 1.0)]  # inside the sampling bar
+    assert bars["judging after sampling"] == [(4.0, 0.5), (5.5, 0.0)]
+    assert bars["update"] == [(4.5, 2.0), (5.5, 2.0)]  # a step's bar is its time: 6.5 s, 7.5 s
+
+
+def test_judging_starts_while_the_engine_still_samples_and_changes_no_record(tiny_model):
+    """One rank's share of a step: the engine hands over each group as it finishes and the judge
+    takes the first groups while the engine samples the rest (its first chunk is judged before
+    sampling ends). The records are those of sampling the whole share at once, then judging."""
+    _sandbox_or_skip()
+    from tests.rollout_models import problems
+
+    from mcoder.judge.core import Judge
+    from mcoder.loop.sample_judge import sample_and_judge_part
+    from mcoder.records import to_dict
+    from mcoder.rollout.engines.hf_engine import HFEngine
+    from mcoder.rollout.sample import make_rollouts
+    from mcoder.train.trainer import Trainer
+
+    cfg = LoopConfig(
+        model=str(tiny_model), problems=Path("p"), run_dir=Path("r"),
+        sampling=SamplingConfig(n=2, max_tokens=24), judge=JudgeConfig(workers=1),
+    ).validate()  # fmt: skip
+    trainer = Trainer(str(tiny_model), cfg.train)
+    engine = HFEngine(trainer.model, trainer.tokenizer, batch_size=2)  # one group a batch
+    share = problems(4)
+    with Judge(cfg.judge) as judge:
+        part = sample_and_judge_part(cfg, share, engine, judge, trainer, 1.0, seed=11)
+        whole = make_rollouts(
+            share, engine, trainer.tokenizer, n=2, max_tokens=24, temperature=1.0, seed=11,
+            model_name=cfg.model, policy_version=trainer.policy_version,
+        )  # fmt: skip
+        verdicts = judge.judge({p.id: p for p in share}, whole)
+    assert [to_dict(r) for r in part.rollouts] == [to_dict(r) for r in whole]
+    strip = ("elapsed_s", "cached")
+    assert [{k: x for k, x in to_dict(v).items() if k not in strip} for v in part.verdicts] == [
+        {k: x for k, x in to_dict(v).items() if k not in strip} for v in verdicts
+    ]
+    assert part.groups == 4 and part.sample_s > 0
+    assert 0 < part.hidden_s <= part.judge_s, "the first groups were judged while the engine sampled"

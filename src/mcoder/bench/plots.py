@@ -55,6 +55,9 @@ def build_figures(runs: list[RunMetrics]) -> tuple[dict[str, Figure], list[str]]
             if missing:
                 notes.append(f"{name}: run {run.label} has no {', '.join(missing)}")
         figures[name] = _figure(title, metrics, runs)
+    step_time = step_time_figure(runs)
+    if step_time is not None:
+        figures["step_time"] = step_time
     return figures, notes
 
 
@@ -96,3 +99,53 @@ def save_figures(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
         os.replace(tmp, path)
         written.append(path)
     return written
+
+
+# The loop's step, in the order it happens: (metric, label, colour). Judging overlaps sampling:
+# only its part after sampling ended adds to the step (time/judge - time/judge_hidden).
+STEP_PARTS = (
+    ("time/sync", "sync (weights to the engine)", "C7"),
+    ("time/rollout", "sampling", "C0"),
+    ("judge_exposed", "judging after sampling", "C1"),
+    ("time/update", "update", "C2"),
+)
+
+
+def step_time_figure(runs: list[RunMetrics]) -> Figure | None:
+    """Where each step's time goes, a panel per run: stacked bars of sync, sampling, the judging
+    left once sampling ended, and the update; the judging that ran while the engine still
+    sampled is hatched inside the sampling bar. None when no run logged the loop's stage times."""
+    runs = [r for r in runs if "time/update" in r.series and "time/rollout" in r.series]
+    if not runs:
+        return None
+    cols = min(MAX_COLUMNS, len(runs))
+    rows = -(-len(runs) // cols)
+    fig = Figure(figsize=(4.6 * cols, 3.4 * rows + 0.9), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, run in zip(axes, runs, strict=False):
+        steps = sorted(run.series["time/update"])
+
+        def at(metric: str, step: int, run: RunMetrics = run) -> float:
+            return run.series.get(metric, {}).get(step, 0.0)
+
+        parts = {m: [at(m, s) for s in steps] for m, _, _ in STEP_PARTS if m != "judge_exposed"}
+        parts["judge_exposed"] = [max(0.0, at("time/judge", s) - at("time/judge_hidden", s)) for s in steps]
+        bottom = [0.0] * len(steps)
+        for metric, label, colour in STEP_PARTS:
+            ax.bar(steps, parts[metric], bottom=bottom, color=colour, label=label)
+            if metric == "time/rollout":
+                hidden = [at("time/judge_hidden", s) for s in steps]
+                ax.bar(steps, hidden, bottom=bottom, fill=False, hatch="//", edgecolor="C1", linewidth=0,
+                       label="judging hidden behind sampling")  # fmt: skip
+            bottom = [b + v for b, v in zip(bottom, parts[metric], strict=True)]
+        ax.set_title(run.label, fontsize=10)
+        ax.set_xlabel("step")
+        ax.set_ylabel("seconds")
+        ax.grid(True, axis="y", alpha=0.3)
+    for ax in axes[len(runs) :]:
+        ax.set_visible(False)
+    fig.suptitle("Step time: sync, sampling, judging, update")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3)
+    return fig
