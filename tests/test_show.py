@@ -231,6 +231,11 @@ def test_the_report_opens_in_a_real_browser(report, tmp_path):
         and "<caption>pass@1 (%, problems averaged)</caption>" in dom.stdout
     )
     assert dom.stdout.count('<details class="sample"') == 8 and "add/0/1@2" in dom.stdout
+    # the page's own script runs: a filter in the link hides the other samples
+    dom = _headless("--dump-dom", report.as_uri() + "#status=runtime_error")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count('style="display: none;"') == 6
+    assert '<span id="shown-count">2</span>' in dom.stdout
     shot = tmp_path / "report.png"
     r = _headless(f"--screenshot={shot}", "--window-size=1200,1600", report.as_uri())
     assert r.returncode == 0, r.stderr[-2000:]

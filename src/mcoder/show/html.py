@@ -5,7 +5,8 @@ figures of a run (bench's plots, embedded as PNG data URIs), and the samples, ea
 ``<details>`` with the same facts as the terminal view: the problem, the completion with its
 program highlighted (pygments, inline styles), the verdict, the first failing test with a diff,
 stderr, and the training decision. A few lines of inline script filter the list by status,
-problem or text; nothing is fetched, so it opens from disk in any browser.
+problem or text (also from the link: ``report.html#status=wrong_answer&q=ID``); nothing is
+fetched, so it opens from disk in any browser.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ function filterSamples() {
   }
   document.getElementById('shown-count').textContent = shown;
 }
+// a link can carry a filter: report.html#status=wrong_answer&q=add
+window.addEventListener('DOMContentLoaded', () => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  document.getElementById('filter-status').value = hash.get('status') || '';
+  document.getElementById('filter-text').value = hash.get('q') || '';
+  filterSamples();
+});
 """
 
 
