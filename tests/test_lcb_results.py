@@ -252,6 +252,16 @@ def test_bench_tables_the_file_as_verdicts_problems_and_baseline(bench_run):
     assert "baseline 33.3% (+0.0 points)" in r.stdout
 
 
+def test_show_reads_a_submission_with_its_statements(bench_run):
+    out = _ok(mc("show", bench_run["lcb"], "--id", "leetcode/2727/lcb/0")).stdout
+    assert "─ problem ─" in out and "details" in out  # the statement, from the file
+    assert "countSeniors" in out and "verdict accepted" in out and "reward 1" in out
+    page = bench_run["dir"] / "submission.html"
+    _ok(mc("show", bench_run["lcb"], "--html", page))
+    text = page.read_text()
+    assert text.count('<details class="sample"') == 9 and "<td>leetcode</td>" in text
+
+
 def test_statuses_survive_the_round_trip(bench_run):
     statuses = {v.rollout_id: v.status for _, v in lcb_results.as_verdicts(bench_run["lcb"])}
     assert statuses["atcoder/abc301_a/lcb/1"] == "compile_error"

@@ -201,13 +201,31 @@ def _load_file(path: Path, verdicts: Path | None) -> Batch:
     if lcb_results.is_results_file(path):
         samples = [Shown(r) for _, r in lcb_results.as_rollouts(path)]
         grades = {v.rollout_id: v for _, v in lcb_results.as_verdicts(path)}
+        problems = _lcb_problems(path)
         for s in samples:
             s.verdict = grades.get(s.id)
+            s.problem = problems.get(s.problem_id)  # statement, platform, difficulty (no tests)
         return Batch(path, "lcb", samples)
     samples = _read_rollouts(path, None)
     beside = path.with_name("verdicts.jsonl") if path.name == "rollouts.jsonl" else None
     notes = _join_verdicts(samples, verdicts or beside)
     return Batch(path, "rollouts", samples, notes=notes)
+
+
+def _lcb_problems(path: Path) -> dict[str, Problem]:
+    """The problems of a LiveCodeBench results file as dataset build reads them (without tests)."""
+    import orjson
+
+    from mcoder.dataset.adapters import lcb_results as adapter
+    from mcoder.dataset.sources import RowRef
+
+    rows = orjson.loads(path.read_bytes())
+    problems = [
+        adapter.ADAPTER.convert(row, RowRef(str(path), path.stem, i))
+        for i, row in enumerate(rows)
+        if adapter.ADAPTER.detect(row)  # a file without statements shows the programs alone
+    ]
+    return {p.id: p for p in problems}
 
 
 def _read_rollouts(path: Path, step: int | None) -> list[Shown]:
