@@ -300,6 +300,8 @@ def test_lcb_out_needs_the_rollouts(tmp_path):
     v.write_text("")
     r = mc("bench", "-p", p, "--verdicts", v, "--lcb-out", tmp_path / "x.json")
     assert r.exit_code == 2 and "--rollouts" in r.stderr
+    r = mc("bench", "-p", p, "--verdicts", v, "--rollouts", v)
+    assert r.exit_code == 2 and "only read for --lcb-out" in r.stderr
 
 
 def test_a_malformed_results_file_names_the_entry_and_field(tmp_path):

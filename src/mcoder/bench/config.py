@@ -79,6 +79,10 @@ class BenchConfig:
         ]
         if len(stdout_outputs) > 1:
             raise UsageError("only one of --markdown, --json and --lcb-out can go to stdout ('-')")
+        if self.rollouts is not None and self.lcb_out is None:
+            raise UsageError(
+                "--rollouts is only read for --lcb-out", hint="add --lcb-out FILE, or drop --rollouts"
+            )
         if self.lcb_out is not None and self.rollouts is None:
             raise UsageError(
                 "--lcb-out writes each output and its program: it needs the rollouts",
