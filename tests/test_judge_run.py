@@ -185,6 +185,23 @@ def test_early_exit_stops_the_test_already_started(judge):
     assert v.elapsed_s < 2.5  # not the 3 s time limit of the sleeping second test
 
 
+def test_early_exit_stops_the_call_already_started(judge):
+    # call tests too: the next call goes out while the judge compares the last reply; a stop
+    # kills that call instead of waiting for it
+    p = Problem(
+        id="double-call",
+        source="t",
+        question="",
+        fn_name="f",
+        tests=[Test("1", "2", "call"), Test("5", "10", "call"), Test("7", "14", "call")],
+    )
+    v = judge_one(judge, p, "import time\ndef f(n):\n    if n == 5:\n        time.sleep(60)\n    return n")
+    assert v.status == "wrong_answer" and v.first_failure["index"] == 0 and v.tests_passed == 0
+    assert v.elapsed_s < 2.5  # not the 3 s time limit of the sleeping second call
+    v = judge_one(judge, p, "def f(n):\n    return 2 * n if n != 7 else 0")
+    assert v.status == "wrong_answer" and v.first_failure["index"] == 2 and v.tests_passed == 2
+
+
 def test_fraction_reward_runs_every_test():
     with Judge(_cfg(reward="fraction", workers=1)) as j:  # fraction: every test runs by default
         v = judge_one(j, STDIN, "n = int(input())\nprint(2 * n if n < 5 else 0)")

@@ -31,6 +31,7 @@ from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.extract import compile_program, extract_code
+from mcoder.judge.harness import defined_names
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
@@ -191,13 +192,16 @@ class Judge:
             "max_output_bytes": int(self.cfg.max_output_mb * (1 << 20)),
             "max_disk_mb": self.cfg.max_disk_mb,
         }
+        # the names the program binds itself (which the function under test must be one of),
+        # read here rather than in every candidate process
+        defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
         for attempt in (1, 2):
             grader = _Grader(problem, prep, self.cfg)
             try:
                 with self.pool.acquire() as worker:
                     for kind, indexes, payload in prep.groups:
                         if kind == "functional":
-                            _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader)
+                            _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined)
                             if grader.stopped:
                                 break
                             continue
@@ -208,6 +212,7 @@ class Judge:
                             "fn_name": problem.fn_name,
                             "limits": limits,
                             "early_exit": self.cfg.early_exit,
+                            "defined": defined,
                         }
                         job["inputs" if kind == "stdin" else "tests"] = payload
                         worker.run(job, lambda res, idx=indexes, g=grader: g.take(idx[res["i"]], res))
@@ -317,13 +322,13 @@ def _repr(value: Any) -> str:
 
 def _functional(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: _Grader,
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
     The candidate's worker never receives the checks' source."""
     try:
-        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader)
+        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined)
     except (WorkerDied, BrokenPipeError, OSError) as e:
         worker.restart()  # the checks worker with it
         raise WorkerDied(str(e)) from None
@@ -331,7 +336,7 @@ def _functional(
 
 def _functional_run(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: _Grader,
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
@@ -344,7 +349,7 @@ def _functional_run(
             os.close(fd)
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
-         "fds": True, "n_tests": len(indexes)}
+         "fds": True, "n_tests": len(indexes), "defined": defined}
     )
     checks.send(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dis
 import fcntl
 import functools
+import importlib.machinery
 import io
 import json
 import os
@@ -70,9 +71,71 @@ class TreeNode:
 """
 
 
+def prepare_worker(import_path: list[str] | None) -> None:
+    """Once, in the worker, what every candidate it forks would otherwise set up again (each
+    page a candidate writes is a copy of the worker's): the candidate's environment, and where
+    it is given, its import path, with the finders of those folders made and their listings
+    read, and the interpreter itself as ``sys.executable`` (not the judge's virtual
+    environment, whose pyvenv.cfg it cannot read). Call after the worker's last import."""
+    os.environ.clear()
+    os.environ.update(CANDIDATE_ENV)
+    if import_path is not None:  # only where it may read: the judge's own folders are gone
+        sys.path[:] = import_path
+        sys.path_importer_cache.clear()
+        importlib.machinery.PathFinder.find_spec("_mcoder_no_such_module")  # fills the finders' caches
+        sys.executable = sys._base_executable = os.path.realpath(sys.executable)
+    _STREAMS[:] = _streams_as_a_candidate_has_them()
+
+
+_STREAMS: list = []  # made by prepare_worker, never used in the worker; each candidate takes them
+
+
+def _streams_as_a_candidate_has_them() -> list:
+    """Standard streams made with fds 0-2 as a candidate has them (stdin a memfd, stdout and
+    stderr pipes), so that what each stream learns of its fd while it is made (seekable or
+    not) is what it would learn in the candidate."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    memfd, (r, w) = os.memfd_create("stdin", 0), os.pipe()
+    try:
+        os.dup2(memfd, 0)
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        return _new_streams()
+    finally:
+        for fd, copy in zip((0, 1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        for fd in (memfd, r, w):
+            os.close(fd)
+
+
+def rlimits(spec: dict) -> list[tuple[int, int]]:
+    """The candidate's resource limits, worked out in the worker (each within the worker's own
+    hard limit, which the candidate inherits)."""
+    mem = spec["memory_mb"] << 20
+    wanted = [
+        (resource.RLIMIT_AS, mem),
+        (resource.RLIMIT_STACK, min(mem // 2, 512 << 20)),  # deep recursion in main
+        (resource.RLIMIT_CPU, spec["cpu_s"]),
+        (resource.RLIMIT_FSIZE, spec["max_disk_mb"] << 20),
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if spec["uid"] is not None:  # root mode: the slot's unused user id
+        wanted.append((resource.RLIMIT_NPROC, spec["max_processes"]))
+    elif spec["rootless"]:  # our own id, in the worker's user namespace (counted there alone)
+        wanted.append((resource.RLIMIT_NPROC, spec["max_processes"] + 1))  # + the worker
+    out = []
+    for res, value in wanted:
+        hard = resource.getrlimit(res)[1]
+        out.append((res, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return out
+
+
 def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) -> None:
     """In the forked child: own session, only the test's fds, its tree's cgroup, limits, the
-    candidate's user id, Landlock's candidate layer and the seccomp filter."""
+    candidate's user id, Landlock's candidate layer and the seccomp filter. Everything that is
+    the same for every candidate was done once in the worker (``prepare_worker``, ``rlimits``)."""
     os.setsid()
     if spec.get("account") is not None:
         spec["account"].enter()  # first: its files (opened before Landlock) are low fds
@@ -87,54 +150,52 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
-    mem = spec["memory_mb"] << 20
-    sandbox.limit(resource.RLIMIT_AS, mem)
-    sandbox.limit(resource.RLIMIT_STACK, min(mem // 2, 512 << 20))  # deep recursion in main
-    sandbox.limit(resource.RLIMIT_CPU, spec["cpu_s"])
-    sandbox.limit(resource.RLIMIT_FSIZE, spec["max_disk_mb"] << 20)
-    sandbox.limit(resource.RLIMIT_NOFILE, 256)
-    sandbox.limit(resource.RLIMIT_CORE, 0)
+    for res, value in spec["rlimits"]:
+        resource.setrlimit(res, (value, value))
     if spec["uid"] is not None:  # root mode: the slot's unused user id
-        sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"])
         sandbox.drop_to(spec["uid"])
-    elif spec["rootless"]:  # our own id, in the worker's user namespace (counted there alone)
-        sandbox.limit(resource.RLIMIT_NPROC, spec["max_processes"] + 1)  # + the worker
+    elif spec["rootless"]:
         sandbox.drop_capabilities()
     if spec.get("seccomp") is not None:
         sandbox.seccomp_enforce(spec["seccomp"])
     sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
     os.chdir(spec["dir"])
-    os.environ.clear()
-    os.environ.update(CANDIDATE_ENV, HOME=spec["dir"], TMPDIR=spec["dir"])
+    os.environ["HOME"] = spec["dir"]
+    os.environ["TMPDIR"] = spec["dir"]
     _fresh_streams()
     sys.argv = ["main.py"]
-    if spec.get("import_path") is not None:  # only where it may read: the judge's own folders are gone
-        sys.path[:] = spec["import_path"]
-        sys.path_importer_cache.clear()
-        # the interpreter itself, not the judge's virtual environment (whose pyvenv.cfg it cannot read)
-        sys.executable = sys._base_executable = os.path.realpath(sys.executable)
 
 
 def _fresh_streams() -> None:
-    sys.stdin = io.TextIOWrapper(
+    """Standard streams of the candidate's own on fds 0-2: those the worker made for it (never
+    used there), else new ones."""
+    sys.stdin, sys.stdout, sys.stderr = _STREAMS or _new_streams()
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+
+def _new_streams() -> list:
+    stdin = io.TextIOWrapper(
         io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"
     )
-    sys.stdout = io.TextIOWrapper(
+    stdout = io.TextIOWrapper(
         io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16),
         encoding="utf-8",
         errors="backslashreplace",
     )
-    sys.stderr = io.TextIOWrapper(
+    stderr = io.TextIOWrapper(
         io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
         encoding="utf-8",
         errors="backslashreplace",
         line_buffering=True,
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    return [stdin, stdout, stderr]
+
+
+_OK_LINE = b'{"ok": true}\n'
 
 
 def report(**fields) -> None:
-    line = (json.dumps(fields) + "\n").encode()
+    line = _OK_LINE if fields == {"ok": True} else (json.dumps(fields) + "\n").encode()
     view = memoryview(line)
     while view:
         view = view[os.write(REPORT_FD, view) :]
@@ -253,7 +314,7 @@ def resolve(ns: dict, fn_name: str | None, defined: set[str]):
 CALL_IN, CALL_OUT = 3, 4  # the fds a call server reads requests from and writes replies to
 
 
-def serve_calls(code, prelude: dict, max_value_bytes: int) -> None:
+def serve_calls(code, prelude: dict, max_value_bytes: int, defined: set[str] | None = None) -> None:
     """The candidate's side of call and functional tests: load the program once, then answer
     requests ``("call", name, args, kwargs)`` from fd 3 with ``("ok", value)``, ``("error",
     exception name, out of memory)`` or ``("notplain", type name)`` on fd 4, all as plain data.
@@ -265,7 +326,8 @@ def serve_calls(code, prelude: dict, max_value_bytes: int) -> None:
     try:
         try:
             ns = load_module(code, prelude)
-            defined = defined_names(code)
+            if defined is None:  # (the judge reads them from the bytecode before it sends the job)
+                defined = defined_names(code)
             load_error = None
         except BaseException as e:
             load_error = _describe(e)

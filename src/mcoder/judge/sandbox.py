@@ -57,7 +57,6 @@ import ctypes
 import fcntl
 import os
 import pwd
-import resource
 import signal
 import sys
 import time
@@ -317,13 +316,6 @@ def become_subreaper() -> None:
 def die_with_parent() -> None:
     """SIGKILL this process when its parent (the judge) dies."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def limit(res: int, value: int) -> None:
-    _soft, hard = resource.getrlimit(res)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(res, (value, value))
 
 
 def drop_to(uid: int) -> None:

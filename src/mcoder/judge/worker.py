@@ -341,8 +341,8 @@ def fork_child(
         "ruleset": SETUP.get("ruleset", -1),
         "seccomp": SETUP.get("seccomp"),
         "account": SETUP.get("account_obj"),
-        "import_path": SETUP.get("import_path"),
     }
+    spec["rlimits"] = harness.rlimits(spec)
     pid = sandbox.fork_into_namespaces() if SETUP["sandbox"] else os.fork()
     if pid == 0:
         try:
@@ -481,21 +481,34 @@ def run_call_job(proto: Protocol, job: dict) -> None:
 
 
 def _server(job: dict):
-    return lambda: harness.serve_calls(job["code"], PRELUDE, job["limits"]["max_output_bytes"])
+    defined = set(job["defined"]) if "defined" in job else None
+    return lambda: harness.serve_calls(job["code"], PRELUDE, job["limits"]["max_output_bytes"], defined)
 
 
 def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req_w: int) -> int:
+    """Tests ``start``.. on ``child``; returns the first test left for a fresh child (``n``: none).
+    With early exit the next call goes out while the judge is still comparing the last reply, as
+    stdin tests do (its answer is read when it comes; a 'stop' kills that call)."""
     from mcoder.judge import plain
 
     timeout = job["limits"]["timeout_s"]
     clock = Clock(child.pid, timeout)
+    pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i in range(start, n):
         t0 = time.monotonic()
         clock.restart(timeout)
         if i > start:
-            del child.err[:]
+            del child.err[:]  # what it wrote during the last test was read with its reply
         child.send(req_w, plain.encode(("call", job["fn_name"], tuple(job["tests"][i]), {})))
-        event = child.next_event(clock, frames=True)
+        while True:
+            event = child.next_event(clock, proto.rfd if pending else None, frames=True)
+            if event != "watch":
+                break
+            pending = False
+            if not proto.recv():
+                return n  # the judge stopped at the last test: this one is discarded
+        if pending and not proto.recv():
+            return n
         res: dict
         if event == "report":
             frame = child.pop_frame()
@@ -506,10 +519,12 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
             if event == "exit" and res["status"] == "ok":
                 res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
         res.update(i=i, t=time.monotonic() - t0)
-        if not _send_result(proto, job, res):
-            return n
-        if event != "report":
-            return i + 1
+        proto.send(("result", res))
+        pending = job["early_exit"]
+        if event != "report":  # the child is gone: a fresh one goes on, unless the judge stops
+            return n if pending and not proto.recv() else i + 1
+    if pending:
+        proto.recv()
     return n
 
 
@@ -534,14 +549,6 @@ def _call_result(child: Child, frame: bytes) -> dict:
     if exc == "OutputLimit":
         return {"status": "runtime_error", "detail": "output limit exceeded", "stderr": stderr}
     return {"status": "runtime_error", "detail": exc, "stderr": stderr}
-
-
-def _send_result(proto: Protocol, job: dict, res: dict) -> bool:
-    """Send one test's result; with early exit the judge answers whether to go on."""
-    proto.send(("result", res))
-    if job["early_exit"]:
-        return bool(proto.recv())
-    return True
 
 
 # ---------------------------------------------------------------- functional tests
@@ -655,6 +662,7 @@ def serve(proto: Protocol) -> None:
     while True:
         job = proto.recv()
         if job is None:
+            _end_checker()  # reaped, not orphaned: its CPU time counts in this worker's
             return
         seq += 1
         job["dir"] = _candidate_dir(seq, job.get("source", ""))
@@ -736,6 +744,7 @@ def setup(cfg: dict) -> None:
         __import__(name)
     from mcoder.judge import plain  # noqa: F401
 
+    harness.prepare_worker(SETUP.get("import_path"))  # the last import is done
     gc.collect()
     gc.freeze()  # forked children then share these pages instead of copying them
 
