@@ -26,10 +26,12 @@ from mcoder.records import Problem
 def ngrams(text: str, n: int) -> set[int]:
     """Hashed word n-grams of a statement (the whole statement if it is shorter than n)."""
     w = words(text)
-    grams = [" ".join(w)] if 0 < len(w) < n else [" ".join(w[i : i + n]) for i in range(len(w) - n + 1)]
-    # Python's string hash: fast and 64-bit; it differs between processes, but the index and the
-    # lookups live in one process, and which n-grams are shared does not depend on the values.
-    return {hash(g) for g in grams}
+    if 0 < len(w) < n:
+        return {hash(w)}
+    # Python's hash of the tuple of words (each word's hash is cached): fast and 64-bit, with no
+    # joined string made per n-gram. It differs between processes, but the index and the lookups
+    # live in one process, and which n-grams are shared does not depend on the values.
+    return {hash(w[i : i + n]) for i in range(len(w) - n + 1)}
 
 
 @dataclass
@@ -63,7 +65,8 @@ class BenchIndex:
         grams = ngrams(problem.question, self.n)
         shared: Counter[int] = Counter()
         for g in grams:
-            shared.update(self.by_gram.get(g, ()))
+            if g in self.by_gram:  # most n-grams of a training problem are in no benchmark
+                shared.update(self.by_gram[g])
         if shared:
             # Most shared n-grams first; ties go to the earlier benchmark problem (deterministic).
             k, count = min(shared.items(), key=lambda kv: (-kv[1], kv[0]))
