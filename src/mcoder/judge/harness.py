@@ -76,9 +76,14 @@ def prepare_worker(import_path: list[str] | None) -> None:
     page a candidate writes is a copy of the worker's): the candidate's environment, and where
     it is given, its import path, with the finders of those folders made and their listings
     read, and the interpreter itself as ``sys.executable`` (not the judge's virtual
-    environment, whose pyvenv.cfg it cannot read). Call after the worker's last import."""
+    environment, whose pyvenv.cfg it cannot read); default signal handling; its standard
+    streams. Call after the worker's last import."""
     os.environ.clear()
     os.environ.update(CANDIDATE_ENV)
+    # signal dispositions as a fresh program has them (the worker may have inherited ignored ones)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
+        signal.signal(sig, signal.SIG_DFL)
     if import_path is not None:  # only where it may read: the judge's own folders are gone
         sys.path[:] = import_path
         sys.path_importer_cache.clear()
@@ -147,9 +152,6 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     for target, fd in enumerate(high):
         os.dup2(fd, target)
     sandbox.close_fds_from(len(wanted))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
-        signal.signal(sig, signal.SIG_DFL)
     for res, value in spec["rlimits"]:
         resource.setrlimit(res, (value, value))
     if spec["uid"] is not None:  # root mode: the slot's unused user id
@@ -273,16 +275,11 @@ def run_stdin(code) -> None:
 @functools.cache
 def prelude() -> dict:
     """LeetCode's names, made once per process (the worker, before it forks, and a checks
-    process); each candidate or check starts from a copy. The module is not ``__main__``: a
+    process); each check starts from a copy, and each candidate from the worker's dict itself,
+    which is its own copy once forked (``serve_calls``). The module is not ``__main__``: a
     program's own ``if __name__ == "__main__":`` demo must not run here."""
     ns = {"__name__": "solution", "__file__": "main.py", "__builtins__": __builtins__}
     exec(compile(LEETCODE_PRELUDE, "prelude.py", "exec"), ns)
-    return ns
-
-
-def load_module(code, prelude: dict) -> dict:
-    ns = dict(prelude)
-    exec(code, ns)
     return ns
 
 
@@ -319,13 +316,18 @@ def serve_calls(code, prelude: dict, max_value_bytes: int, defined: set[str] | N
     requests ``("call", name, args, kwargs)`` from fd 3 with ``("ok", value)``, ``("error",
     exception name, out of memory)`` or ``("notplain", type name)`` on fd 4, all as plain data.
     Whoever asks (the worker for call tests, a check in another process for functional ones)
-    decides what the value means; nothing this process writes can say "passed"."""
+    decides what the value means; nothing this process writes can say "passed".
+
+    The program runs in ``prelude`` itself: this process is a fork that serves one program, so
+    the worker's dict is already its private copy (a copy made here would write to the page of
+    every name in it, and each such page is a copy of the worker's)."""
     from mcoder.judge import plain
 
     errors = _ThreadErrors()
     try:
         try:
-            ns = load_module(code, prelude)
+            ns = prelude
+            exec(code, ns)
             if defined is None:  # (the judge reads them from the bytecode before it sends the job)
                 defined = defined_names(code)
             load_error = None

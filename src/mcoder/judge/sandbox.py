@@ -728,8 +728,12 @@ def seccomp_program() -> ctypes.Array:
     return arr
 
 
-def seccomp_enforce(program: ctypes.Array) -> None:
-    fprog = _SockFprog(len(program), ctypes.cast(program, ctypes.POINTER(_SockFilter)))
+def seccomp_fprog(program: ctypes.Array) -> _SockFprog:
+    """The filter as the kernel takes it, made once (it keeps ``program`` alive)."""
+    return _SockFprog(len(program), ctypes.cast(program, ctypes.POINTER(_SockFilter)))
+
+
+def seccomp_enforce(fprog: _SockFprog) -> None:
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise _oserror("prctl(NO_NEW_PRIVS)")
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:

@@ -728,7 +728,7 @@ def setup(cfg: dict) -> None:
             cfg.get("scope", False),
             sandbox.stdlib_dirs(),
         )
-        SETUP["seccomp"] = sandbox.seccomp_program()
+        SETUP["seccomp"] = sandbox.seccomp_fprog(sandbox.seccomp_program())
         SETUP["import_path"] = sandbox.candidate_import_path(
             cfg.get("packages", []), os.path.join(cfg["base"], "packages")
         )
