@@ -58,20 +58,20 @@ def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch
     assert {
         "model.safetensors",
         "tokenizer.json",
-        "train_config.json",
-        "optimizer.pt",
-        "trainer_state.json",
+        "README.md",
         "samples.jsonl",
         "metrics.json",
     } <= {p.name for p in ck.iterdir()}
-    assert json.loads((ck / "train_config.json").read_text())["truncation"] == "none"
+    # the training state lies beside the model files, in trainer/
+    assert {"train_config.json", "optimizer.pt", "trainer_state.json"} == {p.name for p in (ck / "trainer").iterdir()}
+    assert json.loads((ck / "trainer" / "train_config.json").read_text())["truncation"] == "none"
     rows = [json.loads(x) for x in (ck / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all("mask_reason" in x for x in rows)
 
-    stamp = (ck / "optimizer.pt").stat().st_mtime_ns
+    stamp = (ck / "trainer" / "optimizer.pt").stat().st_mtime_ns
     again = CliRunner().invoke(app, args[:-1])
     assert again.exit_code == 0 and "already finished" in again.stderr
-    assert (ck / "optimizer.pt").stat().st_mtime_ns == stamp
+    assert (ck / "trainer" / "optimizer.pt").stat().st_mtime_ns == stamp
 
 
 def test_missing_flags_are_a_usage_error(tiny_model):
@@ -170,7 +170,7 @@ def _loop_cmd(model: Path, run: Path) -> list[str]:
 
 def _checkpoint_step(run: Path) -> int:
     try:
-        return json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"]
+        return json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         return 0
 
@@ -233,7 +233,7 @@ def test_loop_killed_after_step_2_resumes_at_step_3(tiny_model, tmp_path):
         "clip/high",
     ):
         assert key in metrics[-1], key
-    state = json.loads((run / "checkpoint" / "trainer_state.json").read_text())
+    state = json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())
     assert state["loop_step"] == 3 and state["policy_version"] == 3 and state["step"] == 3
     for step in (1, 2, 3):
         d = run / f"step_{step:04d}"

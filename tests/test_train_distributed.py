@@ -90,7 +90,7 @@ def assert_same_checkpoint(a: Path, b: Path, base: dict[str, torch.Tensor] | Non
     if base is not None:  # the update did something, far above the tolerance
         moved = max((wa[k] - base[k]).abs().max().item() for k in wa if k in base)
         assert moved > 100 * TOL
-    oa, ob = (torch.load(c / "optimizer.pt", weights_only=True) for c in (a, b))
+    oa, ob = (torch.load(c / "trainer" / "optimizer.pt", weights_only=True) for c in (a, b))
     assert oa["optimizer"]["param_groups"] == ob["optimizer"]["param_groups"]
     assert oa["scheduler"] == ob["scheduler"]
     sa, sb = oa["optimizer"]["state"], ob["optimizer"]["state"]
@@ -99,7 +99,7 @@ def assert_same_checkpoint(a: Path, b: Path, base: dict[str, torch.Tensor] | Non
         for name in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.allclose(sa[k][name], sb[k][name], atol=TOL, rtol=0), (k, name)
     for c in (a, b):
-        assert json.loads((c / "trainer_state.json").read_text())["step"] == 2
+        assert json.loads((c / "trainer" / "trainer_state.json").read_text())["step"] == 2
 
 
 def test_two_processes_update_equals_one_full_weights(tiny_model, batch, tmp_path):
@@ -124,7 +124,7 @@ def test_two_processes_update_equals_one_lora_and_checkpoints_cross(tiny_model, 
     wa, wb = weights(tmp_path / "two-then-one"), weights(tmp_path / "one-then-two")
     assert max((wa[k] - wb[k]).abs().max().item() for k in wa) < TOL
     for c in ("two-then-one", "one-then-two"):
-        assert json.loads((tmp_path / c / "trainer_state.json").read_text())["step"] == 4  # AdamW continued
+        assert json.loads((tmp_path / c / "trainer" / "trainer_state.json").read_text())["step"] == 4  # AdamW continued
 
 
 def _loop_args(model: Path, run: Path, steps: int) -> list:
@@ -151,7 +151,7 @@ def _descendants(pid: int) -> list[int]:
 
 def _loop_step(run: Path) -> int:
     try:
-        return json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"]
+        return json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         return 0
 
@@ -195,7 +195,7 @@ def test_two_process_loop_killed_after_a_step_resumes(tiny_model, tmp_path):
     done = mcoder(*_loop_args(tiny_model, run, killed_at + 1), nproc=2)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resuming after step {killed_at}" in done.stderr
-    state = json.loads((run / "checkpoint" / "trainer_state.json").read_text())
+    state = json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())
     assert state["loop_step"] == killed_at + 1 and state["policy_version"] == killed_at + 1
     steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, killed_at + 2)), "redone steps' metrics lines dropped, none twice"

@@ -77,10 +77,10 @@ def test_a_second_writer_of_a_checkpoint_exits_2_naming_the_holder(tiny_model, b
 def test_a_rerun_goes_on_only_with_the_same_settings_and_inputs(tiny_model, batch, tmp_path):
     out = tmp_path / "ck"
     assert _train(tiny_model, batch, out).exit_code == 0
-    state = (out / "trainer_state.json").read_text()
+    state = (out / "trainer" / "trainer_state.json").read_text()
     again = _train(tiny_model, batch, out)
     assert again.exit_code == 0 and "nothing to do" in again.stderr
-    assert (out / "trainer_state.json").read_text() == state, "a finished update is not redone"
+    assert (out / "trainer" / "trainer_state.json").read_text() == state, "a finished update is not redone"
     other = _train(tiny_model, batch, out, "--lr", "5e-3")
     assert other.exit_code == 2 and "lr" in other.stderr and "--overwrite" in other.stderr
     changed = tmp_path / "v2.jsonl"
@@ -168,4 +168,4 @@ def test_rerunning_a_finished_loop_says_there_is_nothing_to_do(tiny_model, tmp_p
     again = CliRunner().invoke(app, [*_loop_args(tiny_model, run, 1), "--unsafe-no-sandbox"])
     assert again.exit_code == 0 and "nothing to do" in again.stderr and "steps 2..1" not in again.stderr
     assert again.stdout.strip().endswith(str(run / "checkpoint"))
-    assert json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"] == 1
+    assert json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"] == 1

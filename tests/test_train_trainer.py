@@ -118,7 +118,7 @@ def test_checkpoint_saves_and_resumes(tiny_model, tmp_path):
     trainer.train_on_batch(rollouts, verdicts)
     ckpt = trainer.save(tmp_path / "ckpt")
     assert read_state(ckpt) == {"step": 2, "policy_version": 1, "base_model": str(tiny_model)}
-    assert resolve("dapo").loss_agg == type(cfg).load(ckpt / "train_config.json").loss_agg
+    assert resolve("dapo").loss_agg == type(cfg).load(ckpt / "trainer" / "train_config.json").loss_agg
     trainer.save(tmp_path / "ckpt")  # overwriting is atomic and leaves no temporary folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
 

@@ -91,7 +91,7 @@ def _loop_cmd(model: Path, run: Path, steps: int) -> list[str]:
 
 def _checkpoint_step(run: Path) -> int:
     try:
-        return json.loads((run / "checkpoint" / "trainer_state.json").read_text())["loop_step"]
+        return json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         return 0
 

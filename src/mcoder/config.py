@@ -75,9 +75,12 @@ def field_types(cls: type) -> dict[str, Any]:
 
 
 def choices_of(tp: Any) -> tuple[Any, ...] | None:
-    """The allowed values of a ``Literal`` type (also inside ``X | None``), else None."""
+    """The allowed values of a ``Literal`` type (also inside ``X | None``, or each value of a
+    ``tuple[Literal[...], ...]``: a repeated choice), else None."""
     if get_origin(tp) is Literal:
         return get_args(tp)
+    if get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,):
+        return choices_of(get_args(tp)[0])
     args = [a for a in get_args(tp) if a is not type(None)]
     if len(args) == 1 and get_origin(args[0]) is Literal:
         return get_args(args[0])
@@ -95,10 +98,12 @@ def check_choices(obj: Any) -> None:
     for f in dataclasses.fields(obj):
         allowed = choices_of(types[f.name])
         value = getattr(obj, f.name)
-        if allowed is None or value is None or value in allowed:
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        bad = [v for v in values if v is not None and v not in allowed] if allowed is not None else []
+        if not bad:
             continue
         raise UsageError(
-            f"unknown {flag(f.name)} {value!r}",
+            f"unknown {flag(f.name)} {bad[0]!r}",
             hint=f"choose one of {', '.join(map(str, allowed))}",
         )
 

@@ -42,7 +42,7 @@ app = typer.Typer(
 )
 
 # Each module defines register(app); its heavy imports happen inside the command bodies.
-SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench", "show")
+SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench", "export", "show")
 
 
 def _version(value: bool) -> None:

@@ -31,8 +31,8 @@ def _cli_type(tp: Any) -> Any:
     checked by the config itself (``mcoder.config.check_choices``), the one place choices are
     checked, whoever builds the config."""
     values = choices_of(tp)
-    if values is not None:
-        return type(values[0])
+    if values is not None:  # a repeated choice (a tuple of them) is a repeated option
+        return list[type(values[0])] if get_origin(tp) is tuple else type(values[0])
     if get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         tp = args[0] if len(args) == 1 else str

@@ -23,7 +23,9 @@ from mcoder.train.config import TrainConfig
 Engine = Literal["hf", "vllm"]
 
 # Settings a resumed run may change: they decide how long or how fast, never what is computed.
-RESUMABLE_CHANGES = frozenset({"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep"})
+RESUMABLE_CHANGES = frozenset(
+    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "report_to"}
+)
 
 
 @dataclass

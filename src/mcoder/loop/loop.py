@@ -45,7 +45,7 @@ def run_loop(cfg: LoopConfig) -> Path:
     # -------- one run at a time in a run folder (RUN.lock, held by the main process until the end)
     lock = contextlib.ExitStack()
     broadcast_result(lambda: lock.enter_context(hold_lock(run.root)) and None)
-    with lock:
+    with lock, contextlib.closing(run):  # closing: the --report-to loggers
         return _run(cfg, run, problems, main)
 
 

@@ -5,8 +5,10 @@
     RUN/step_NNNN/rollouts.jsonl     what the policy sampled at step N
     RUN/step_NNNN/verdicts.jsonl     what the judge said
     RUN/step_NNNN/samples.jsonl      reward, advantage and truncation-mask decision per sample
-    RUN/metrics.jsonl                one line of metrics per step
-    RUN/checkpoint/                  the latest policy, optimizer and step (atomic)
+    RUN/metrics.jsonl                one line of metrics per step (the source of truth)
+    RUN/tensorboard/, RUN/wandb/     --report-to: the same metrics for TensorBoard and W&B
+    RUN/checkpoint/                  the latest policy as a Hugging Face folder, with its model
+                                     card; optimizer and step in RUN/checkpoint/trainer/ (atomic)
     RUN/adapters/step_NNNN/          vllm engine: the LoRA adapter handed to it after step N
 
 Only the main process (rank 0 under torchrun) writes here.
@@ -24,6 +26,7 @@ import orjson
 from mcoder.errors import UsageError
 from mcoder.jsonl import RecordWriter
 from mcoder.loop.config import LoopConfig, changed_settings
+from mcoder.reporting import Reporters
 from mcoder.train.trainer import read_state
 
 
@@ -35,6 +38,8 @@ class RunFolder:
         self.metrics = self.root / "metrics.jsonl"
         self.temperature = self.root / "temperature.json"
         self.adapters = self.root / "adapters"
+        self.reporters = Reporters([])  # --report-to: opened by prepare (main process)
+        self.data: dict[str, Any] = {}  # fingerprints of the data files, for the checkpoint's card
 
     def step_dir(self, step: int) -> Path:
         return self.root / f"step_{step:04d}"
@@ -55,8 +60,30 @@ class RunFolder:
         tmp = self.config.with_name(self.config.name + ".part")
         tmp.write_text(cfg.to_json())
         tmp.replace(self.config)
-        self._trim_metrics(last_step=state["loop_step"] if state else 0)
+        last_step = state["loop_step"] if state else 0
+        self._trim_metrics(last_step)
+        if last_step < cfg.steps:
+            from mcoder.outputs import fingerprint
+
+            self.data = {"problems": fingerprint(cfg.problems)}
+            self._open_reporters(cfg)
         return state
+
+    def _open_reporters(self, cfg: LoopConfig) -> None:
+        """--report-to: the loggers start from the checkpointed steps of metrics.jsonl (each writes
+        what it lacks), then get each step as it is appended."""
+        from mcoder.console import is_quiet
+        from mcoder.reporting import open_reporters
+
+        history = (
+            [orjson.loads(ln) for ln in self.metrics.read_bytes().splitlines()]
+            if self.metrics.exists()
+            else []
+        )
+        self.reporters = open_reporters(
+            cfg.train.report_to, self.root, purge_from=1, history=history, name=self.root.name,
+            config=json.loads(cfg.to_json()), quiet=is_quiet(),
+        )  # fmt: skip
 
     def _trim_metrics(self, last_step: int) -> None:
         if not self.metrics.exists():
@@ -74,5 +101,15 @@ class RunFolder:
             w.write_all(records)
 
     def append_metrics(self, metrics: dict[str, Any]) -> None:
+        """One step's metrics: a line of metrics.jsonl, then the --report-to loggers."""
         with open(self.metrics, "ab") as f:
             f.write(orjson.dumps(metrics) + b"\n")
+        self.reporters.log(metrics, metrics["step"])
+
+    def checkpoint_state(self, step: int) -> dict[str, Any]:
+        """What the checkpoint after ``step`` records beside its step counts (and its card shows)."""
+        return {"loop_step": step, **({"data": self.data} if self.data else {})}
+
+    def close(self) -> None:
+        """Close the --report-to loggers (the end of the run)."""
+        self.reporters.close()

@@ -25,6 +25,7 @@ TruncationMode = Literal["none", "all", "conditional"]
 NonIncorrect = Literal["accepted_or_cut_off", "accepted", "accepted_or_no_code"]
 MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["float32", "bfloat16"]
+ReportTo = Literal["tensorboard", "wandb", "none"]
 ALGOS: tuple[str, ...] = get_args(Algo)
 
 
@@ -106,6 +107,10 @@ class TrainConfig:
     device: str = "auto"
     """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
 
+    # --- reporting
+    report_to: tuple[ReportTo, ...] = ("none",)
+    """Loggers that get every metric of metrics.jsonl too (repeat for several): tensorboard or wandb (W&B; WANDB_MODE=offline needs no network), in RUN/ (the loop) or the folder that holds OUT; or none."""
+
     def validate(self) -> TrainConfig:
         check_choices(self)
         if not 0 <= self.mask_rho <= 1:
@@ -119,6 +124,8 @@ class TrainConfig:
             raise UsageError("temperature must be > 0")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"max_tokens {self.max_tokens} must be at least 1")
+        if "none" in self.report_to and len(set(self.report_to)) > 1:
+            raise UsageError("--report-to none goes alone", hint="name the loggers, or none")
         return self
 
     def to_json(self) -> str:

@@ -1,7 +1,9 @@
 """`mcoder train` on one rollout batch: read rollouts and verdicts, update, save a checkpoint.
 
-    OUT/                 model weights (or the LoRA adapter), tokenizer, train_config.json,
-                         optimizer.pt, trainer_state.json (step, policy_version, inputs)
+    OUT/                 the policy as a Hugging Face folder: model weights (or the LoRA
+                         adapter), tokenizer, README.md (the model card)
+    OUT/trainer/         train_config.json, optimizer.pt, trainer_state.json (step,
+                         policy_version, inputs and their fingerprints)
     OUT/samples.jsonl    reward, advantage and truncation-mask decision per sample
     OUT/metrics.json     the metrics of this update (also printed to stdout)
 
@@ -48,7 +50,7 @@ class TrainJob:
 
 
 def train_once(job: TrainJob) -> dict[str, Any]:
-    from mcoder.outputs import claim_output
+    from mcoder.outputs import claim_output, fingerprint
     from mcoder.train.distributed import broadcast_result, is_main, setup
 
     setup()  # under torchrun: the process group first, then rank 0 alone claims OUT
@@ -60,6 +62,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
         rollouts = list(index_records(job.rollouts, Rollout, key=lambda r: r.id).values())  # unique ids
         verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
         trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
+        reporters = stack.enter_context(contextlib.closing(_reporters(job, trainer.policy_version + 1)))
         info(
             f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
             f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
@@ -72,13 +75,32 @@ def train_once(job: TrainJob) -> dict[str, Any]:
         trainer.save(
             job.out,
             extra_state={
-                "inputs": {"rollouts": str(job.rollouts), "verdicts": str(job.verdicts), "model": job.model}
+                "inputs": {"rollouts": str(job.rollouts), "verdicts": str(job.verdicts), "model": job.model},
+                "data": {"rollouts": fingerprint(job.rollouts), "verdicts": fingerprint(job.verdicts)},
             },
             extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
         )
+        reporters.log(metrics, trainer.policy_version)
         if is_main():
             claim.mark_finished()
     return metrics
+
+
+def _reporters(job: TrainJob, step: int):
+    """--report-to: the loggers of this update, in the folder that holds OUT (RUN/tensorboard,
+    RUN/wandb beside RUN/checkpoint: updates chained from checkpoint to checkpoint in one folder
+    draw one curve), the step being the count of rollout batches the policy has trained on."""
+    from mcoder.console import is_quiet
+    from mcoder.reporting import Reporters, open_reporters
+    from mcoder.train.distributed import is_main
+
+    if not is_main():
+        return Reporters([])
+    folder = Path(job.out).resolve().parent
+    config = {**json.loads(job.cfg.to_json()), "model": job.model}
+    return open_reporters(
+        job.cfg.report_to, folder, purge_from=step, name=folder.name, config=config, quiet=is_quiet()
+    )
 
 
 def _claim(stack: contextlib.ExitStack, job: TrainJob, claim_output):
@@ -87,10 +109,10 @@ def _claim(stack: contextlib.ExitStack, job: TrainJob, claim_output):
         claim_output(
             job.out,
             stage="train",
-            settings=dataclasses.asdict(job.cfg),
+            settings={k: v for k, v in dataclasses.asdict(job.cfg).items() if k != "report_to"},
             inputs={"model": job.model, "rollouts": job.rollouts, "verdicts": job.verdicts},
             overwrite=job.overwrite,
             kind="dir",
-            expect=("trainer_state.json",),
+            expect=("trainer/trainer_state.json",),
         )
     )

@@ -41,6 +41,10 @@ from mcoder.train.batching import (
 from mcoder.train.config import TrainConfig
 from mcoder.train.models import completion_logits, load_policy, load_reference, score
 
+# A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
+# tokenizer, README.md model card), loadable by from_pretrained and vLLM as it is; what only
+# training needs to continue lies beside the model files, in its own subfolder:
+STATE_DIR = "trainer"  # CKPT/trainer/: trainer_state.json, optimizer.pt, train_config.json
 STATE_FILE = "trainer_state.json"
 OPTIM_FILE = "optimizer.pt"
 CONFIG_FILE = "train_config.json"
@@ -270,17 +274,22 @@ class Trainer:
         extra_state: dict[str, Any] | None = None,
         extra_files: dict[str, bytes] | None = None,
     ) -> Path:
-        """Write model (or adapter), tokenizer, resolved config, optimizer state and step to a
-        temporary folder beside ``out``, then swap it into place: a kill leaves the old one whole."""
+        """Write the policy (weights or adapter, tokenizer, model card) and, in ``trainer/``, the
+        resolved config, optimizer state and step, to a temporary folder beside ``out``, then swap
+        it into place: a kill leaves the old one whole."""
+        from mcoder.export import write_model_card
+
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         self.save_weights(tmp)
         self.tokenizer.save_pretrained(tmp)
-        (tmp / CONFIG_FILE).write_text(self.cfg.to_json())
+        keep = tmp / STATE_DIR
+        keep.mkdir()
+        (keep / CONFIG_FILE).write_text(self.cfg.to_json())
         torch.save(
             {"optimizer": self.optimizer_state(), "scheduler": self.scheduler.state_dict()},
-            tmp / OPTIM_FILE,
+            keep / OPTIM_FILE,
         )
         state = {
             "step": self.step,
@@ -288,9 +297,10 @@ class Trainer:
             "base_model": self.base_model,
             **(extra_state or {}),
         }
-        (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
+        (keep / STATE_FILE).write_text(json.dumps(state, indent=2))
         for name, data in (extra_files or {}).items():
             (tmp / name).write_bytes(data)
+        write_model_card(tmp, state, json.loads(self.cfg.to_json()), bench=out.parent / "bench.md")
         old = out.with_name(f".{out.name}.old")
         if old.exists():
             shutil.rmtree(old)
@@ -329,8 +339,9 @@ class Trainer:
         self.step = int(state["step"])
         self.policy_version = int(state["policy_version"])
         self.base_model = state.get("base_model", self.model_path)
-        if (path / OPTIM_FILE).exists():
-            saved = torch.load(path / OPTIM_FILE, weights_only=True, map_location=self.device)
+        optim = state_dir(path) / OPTIM_FILE
+        if optim.exists():
+            saved = torch.load(optim, weights_only=True, map_location=self.device)
             try:
                 self.load_optimizer_state(saved["optimizer"])
             except ValueError as e:
@@ -346,10 +357,18 @@ def read_state(path: str | os.PathLike) -> dict[str, Any] | None:
     two renames of ``save`` leaves only the previous checkpoint, under its .old name: put it back."""
     path = Path(path)
     old = path.with_name(f".{path.name}.old")
-    if not path.exists() and (old / STATE_FILE).exists():
+    if not path.exists() and (state_dir(old) / STATE_FILE).exists():
         os.replace(old, path)
-    f = path / STATE_FILE
+    f = state_dir(path) / STATE_FILE
     return json.loads(f.read_text()) if f.exists() else None
+
+
+def state_dir(checkpoint: str | os.PathLike) -> Path:
+    """Where a checkpoint keeps its training state: ``CKPT/trainer/`` (checkpoints written before
+    that folder existed kept it beside the weights, and still resume)."""
+    checkpoint = Path(checkpoint)
+    inside = checkpoint / STATE_DIR
+    return inside if inside.is_dir() or not (checkpoint / STATE_FILE).exists() else checkpoint
 
 
 def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
