@@ -74,7 +74,7 @@ rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and
 "${MC[@]}" train --loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
   --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size 4 \
   --micro-batch-size 16 --max-tokens 64 --lr 3e-4 --seed "$SEED" --probe-problems "$PROBE" \
-  --temperature "$TEMP" --save-every "$STEPS" -q >/dev/null
+  --temperature "$TEMP" --save-every "$STEPS" --report-to tensorboard -q >/dev/null
 
 stage 4 "held-out pass@1 of the trained policy (the same problems, samples and seed)"
 evaluate "$OUT/run/checkpoint" "$OUT/after" "$OUT/before/verdicts.jsonl"
