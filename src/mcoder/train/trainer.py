@@ -38,6 +38,7 @@ from mcoder.train.batching import (
     minibatches,
     prepare,
 )
+from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
 from mcoder.train.models import completion_logits, load_policy, load_reference, score
 
@@ -277,8 +278,6 @@ class Trainer:
         """Write the policy (weights or adapter, tokenizer, model card) and, in ``trainer/``, the
         resolved config, optimizer state and step, to a temporary folder beside ``out``, then swap
         it into place: a kill leaves the old one whole."""
-        from mcoder.export import write_model_card
-
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
