@@ -312,3 +312,36 @@ def test_a_prelude_name_never_stands_in_for_the_programs_function(judge, fn_name
 def test_every_way_a_program_binds_its_function_is_accepted(judge, code):
     problem = Problem(id="p-add", source="t", question="", fn_name="add", tests=[Test("2\n3", "5", "call")])
     assert judge_one(judge, problem, code).passed
+
+
+def _names_by_dis(code) -> set[str]:
+    """The reference reading of the names a program binds: dis, instruction by instruction."""
+    import dis
+    import types
+
+    names = {i.argval for i in dis.get_instructions(code) if i.opname == "STORE_NAME"}
+    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    while nested:
+        c = nested.pop()
+        names.update(i.argval for i in dis.get_instructions(c) if i.opname == "STORE_GLOBAL")
+        nested.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        LEETCODE_STYLE,
+        "import math as m, heapq\nfrom typing import List\nx, (y, z) = 1, (2, 3)\nfor i in range(3):\n    pass\n",
+        "def f():\n    global g\n    g = 1\n    def h():\n        global k\n        k = 2\nclass C:\n    y = 1\n    def m(self):\n        global q\n        q = 3\n",
+        # past 256 names: arguments that need EXTENDED_ARG
+        "\n".join(f"v{i} = {i}" for i in range(600))
+        + "\ndef f():\n    global " + ", ".join(f"g{i}" for i in range(300)) + "\n"
+        + "".join(f"    g{i} = {i}\n" for i in range(300)),
+    ],
+)
+def test_the_programs_own_names_read_from_its_bytecode_as_dis_reads_them(source):
+    from mcoder.judge.harness import defined_names
+
+    code = compile(source, "main.py", "exec")
+    assert defined_names(code) == _names_by_dis(code)

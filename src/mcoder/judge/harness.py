@@ -287,13 +287,32 @@ def defined_names(code) -> set[str]:
     """Names the program itself binds in its module: ``def``, ``class``, assignment and import at
     top level, or ``global`` stores from inside a function; read from the bytecode, not the
     namespace, because the namespace also holds the LeetCode prelude's names."""
-    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname == "STORE_NAME"}
+    names = _stored_names(code, _STORE_NAME)
     nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
     while nested:
         c = nested.pop()
-        names.update(ins.argval for ins in dis.get_instructions(c) if ins.opname == "STORE_GLOBAL")
+        names.update(_stored_names(c, _STORE_GLOBAL))
         nested.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return names
+
+
+_STORE_NAME, _STORE_GLOBAL, _EXTENDED_ARG = dis.opmap["STORE_NAME"], dis.opmap["STORE_GLOBAL"], dis.EXTENDED_ARG
+
+
+def _stored_names(code, store: int) -> set[str]:
+    """The names the ``store`` instructions of ``code`` (not of code nested in it) bind: a scan of
+    the raw bytecode, 2 bytes an instruction (inline caches read as CACHE, which takes no
+    argument), ~50x faster than ``dis.get_instructions``, which builds an object per instruction."""
+    raw, names, found, ext = code.co_code, code.co_names, set(), 0
+    for i in range(0, len(raw), 2):
+        op = raw[i]
+        if op == _EXTENDED_ARG:
+            ext = (ext | raw[i + 1]) << 8
+            continue
+        if op == store:
+            found.add(names[ext | raw[i + 1]])
+        ext = 0
+    return found
 
 
 def resolve(ns: dict, fn_name: str | None, defined: set[str]):
