@@ -23,7 +23,11 @@ def frame_length(buf: bytes | bytearray) -> int | None:
 
 
 def write_frame(fd: int, payload: bytes) -> None:
-    view = memoryview(frame(payload))
+    write_all(fd, frame(payload))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 

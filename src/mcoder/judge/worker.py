@@ -682,7 +682,7 @@ def serve(proto: Protocol) -> None:
                 run_check_job(proto, job, fds)
         finally:  # the fds went to the child (fork_child closed this process's copies)
             finish_uid()
-            shutil.rmtree(job["dir"], ignore_errors=True)
+            _remove_dir(job["dir"])
         proto.send(("done", None))
         prefork_check_child()  # a fresh check child, if the last one ended, while the judge reads "done"
 
@@ -699,14 +699,27 @@ def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
 
 
 def _candidate_dir(seq: int, source: str) -> str:
-    path = os.path.join(SETUP["base"], f"c{seq}")
+    path = f"{SETUP['base']}/c{seq}"
     os.mkdir(path, 0o700)
-    with open(os.path.join(path, "main.py"), "w") as f:
-        f.write(source)  # for tracebacks and programs that read their own file
-    if SETUP.get("uid") is not None:
-        os.chown(path, SETUP["uid"], SETUP["uid"])
-        os.chown(os.path.join(path, "main.py"), SETUP["uid"], SETUP["uid"])
+    fd = os.open(f"{path}/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        # for tracebacks, and for programs that read their own file
+        framing.write_all(fd, source.encode("utf-8", "replace"))
+        if SETUP.get("uid") is not None:
+            os.fchown(fd, SETUP["uid"], SETUP["uid"])
+            os.chown(path, SETUP["uid"], SETUP["uid"])
+    finally:
+        os.close(fd)
     return path
+
+
+def _remove_dir(path: str) -> None:
+    """The candidate's folder, gone: most hold only main.py, which needs no tree walk."""
+    try:
+        os.unlink(f"{path}/main.py")
+        os.rmdir(path)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def setup(cfg: dict) -> None:
