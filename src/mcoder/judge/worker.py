@@ -665,7 +665,8 @@ def serve(proto: Protocol) -> None:
             _end_checker()  # reaped, not orphaned: its CPU time counts in this worker's
             return
         seq += 1
-        job["dir"] = _candidate_dir(seq, job.get("source", ""))
+        # a folder for the candidate (the check child, forked ahead, lives in the worker's own)
+        job["dir"] = _candidate_dir(seq, job.get("source", "")) if job["kind"] != "check" else None
         fds = []
         if job.get("fds"):
             _, fds, _, _ = socket.recv_fds(SETUP["fd_socket"], 1, 2)
@@ -682,7 +683,8 @@ def serve(proto: Protocol) -> None:
                 run_check_job(proto, job, fds)
         finally:  # the fds went to the child (fork_child closed this process's copies)
             finish_uid()
-            _remove_dir(job["dir"])
+            if job["dir"] is not None:
+                _remove_dir(job["dir"])
         proto.send(("done", None))
         prefork_check_child()  # a fresh check child, if the last one ended, while the judge reads "done"
 
