@@ -43,13 +43,16 @@ def _max_diff(rollouts, model, T: float = 1.0) -> float:
     return worst
 
 
-def test_streamed_weights_are_what_vllm_samples_from(tiny_model):
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "own-process"])
+def test_streamed_weights_are_what_vllm_samples_from(tiny_model, in_process):
+    """In process (one process's loop) each tensor is copied straight into vLLM's parameter; an
+    engine in a process of its own (each rank's under torchrun) is sent a layer at a time."""
     from transformers import AutoModelForCausalLM
 
     cfg = resolve("microcoder-grpo", {"lr": 1e-2, "truncation": "none", "seed": 3})
     trainer = Trainer(str(tiny_model), cfg)
     start = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
-    engine = vllm_engine(str(tiny_model), cfg, in_process=True)
+    engine = vllm_engine(str(tiny_model), cfg, in_process=in_process, weight_sync=not in_process)
 
     def sample(seed):
         return make_rollouts(
@@ -59,6 +62,9 @@ def test_streamed_weights_are_what_vllm_samples_from(tiny_model):
 
     rollouts = sample(7)
     assert _max_diff(rollouts, start) < TOL, "before any sync the engine holds the start weights"
+    streamed = dict(engine.stream([r.prompt_token_ids for r in rollouts[::2]], n=2, max_tokens=12,
+                                  temperature=1.0, seed=[r.seed for r in rollouts[::2]]))  # fmt: skip
+    assert sorted(streamed) == [0, 1], "every group once, as it finishes"
 
     for update in (1, 2):  # two syncs into the same engine
         trainer.train_on_batch(rollouts, verdicts_for(rollouts, lambda r, u=update: (r.sample_index + u) % 2))
@@ -145,3 +151,55 @@ def test_full_parameter_loop_killed_and_resumed_samples_from_the_checkpoint(tiny
     for m in metrics:  # steps 2 and 4 were sampled after a sync into the running engine
         assert abs(m["ratio/mean"] - 1) < TOL and abs(m["kl"]) < TOL, m
     assert metrics[3]["time/sync"] > 0
+
+
+# ---------------------------------------------------------------- under torchrun: an engine per rank
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_two_processes_each_sample_from_a_synced_engine_and_write_one_process_s_steps(tiny_model, tmp_path):
+    """torchrun with 2 gloo ranks, full-parameter `train --loop --engine vllm`: each rank has an
+    engine of its own (in a process of its own), is sent the gathered weights a layer at a time
+    before step 2 and samples half of the groups from them. The engines hold the trained policy
+    (one update per step: the trainer's ratio to the sampling log-probs is 1 and its KL 0, over
+    both ranks' samples), and the step files are those of a 1-process run."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r1 = subprocess.run(
+        _loop_cmd(tiny_model, one, 2), capture_output=True, text=True, env=env, timeout=900, check=False
+    )
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    r2 = subprocess.run(
+        [*torchrun, *_loop_cmd(tiny_model, two, 2)[1:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+        check=False,
+    )
+    assert r2.returncode == 0, r2.stderr[-3000:]
+
+    metrics = _records(two / "metrics.jsonl")
+    assert [(m["rollout/rank0_groups"], m["rollout/rank1_groups"]) for m in metrics] == [(1, 1), (1, 1)]
+    assert metrics[1]["time/sync"] > 0
+    for m in metrics:
+        assert abs(m["ratio/mean"] - 1) < TOL and abs(m["kl"]) < TOL, m
+    for step in ("step_0001", "step_0002"):
+        a, b = _records(one / step / "rollouts.jsonl"), _records(two / step / "rollouts.jsonl")
+        lp = [(x.pop("sampling_logprobs"), y.pop("sampling_logprobs")) for x, y in zip(a, b, strict=True)]
+        assert a == b, f"{step}: the two runs sampled different completions"
+        diff = max(abs(p - q) for x, y in lp for p, q in zip(x, y, strict=True))
+        print(f"{step}: max |1 process - 2 processes| sampling log-prob {diff:.2e}")
+        assert diff < TOL
+        timing = ("elapsed_s", "cached")
+        va = [
+            {k: v for k, v in x.items() if k not in timing} for x in _records(one / step / "verdicts.jsonl")
+        ]
+        vb = [
+            {k: v for k, v in x.items() if k not in timing} for x in _records(two / step / "verdicts.jsonl")
+        ]
+        assert va == vb

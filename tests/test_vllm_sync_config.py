@@ -1,6 +1,6 @@
 """What `train --loop --engine vllm` accepts, without vllm (these run in `make test`): full
-fine-tuning is accepted in one process, and refused with a hint where its weight sync does not
-reach yet (a tensor-parallel engine, torchrun), rather than sampling from stale weights."""
+fine-tuning is accepted in one process and under torchrun, and refused with a hint where its
+weight sync does not reach (a tensor-parallel engine), rather than sampling from stale weights."""
 
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ def _cfg(**kw) -> LoopConfig:
     )
 
 
-def test_full_fine_tuning_with_vllm_is_accepted_in_one_process(monkeypatch):
+def test_full_fine_tuning_with_vllm_is_accepted_in_one_process_and_under_torchrun(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     cfg = _cfg().validate()
     assert cfg.vllm_sleep is True  # GPU only; no effect on a CPU
+    monkeypatch.setenv("WORLD_SIZE", "2")  # each rank's engine is sent the weights (tests/test_vllm_sync.py)
+    _cfg().validate()
 
 
 def test_full_fine_tuning_with_vllm_is_refused_where_the_sync_does_not_reach(monkeypatch):
@@ -31,10 +33,7 @@ def test_full_fine_tuning_with_vllm_is_refused_where_the_sync_does_not_reach(mon
     with pytest.raises(UsageError, match="tensor-parallel-size 1") as e:
         _cfg(tensor_parallel_size=2).validate()
     assert "--lora-rank" in e.value.hint
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(UsageError, match="not under torchrun"):
-        _cfg().validate()
-    _cfg(lora_rank=8).validate()  # LoRA under torchrun: the adapter is handed over as before
+    _cfg(lora_rank=8, tensor_parallel_size=2).validate()  # LoRA: the adapter is handed over
 
 
 def test_sleep_mode_may_change_on_resume():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +48,7 @@ class LoopConfig:
     engine: Engine = "hf"
     """Rollout engine: hf (the live policy) or vllm (the new weights, or the LoRA adapter, reach it each step)."""
     tensor_parallel_size: int = 1
-    """vllm: GPUs the rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine)."""
+    """vllm: GPUs each rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine per process)."""
     vllm_sleep: bool = True
     """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
 
@@ -74,18 +73,13 @@ class LoopConfig:
         return self
 
     def _check_full_vllm(self) -> None:
-        """Full fine-tuning with vLLM copies the new weights into an engine inside the trainer's
-        one process (loop/samplers.py): not yet under torchrun, nor into a tensor-parallel engine."""
+        """Full fine-tuning with vLLM streams the new weights into one engine per process
+        (loop/samplers.py), not into a tensor-parallel one."""
         if self.tensor_parallel_size > 1:
             raise UsageError(
                 "full fine-tuning with --engine vllm samples on one GPU (--tensor-parallel-size 1)",
-                hint="the new weights are copied into an engine inside the trainer's process; "
-                "use --tensor-parallel-size 1, or LoRA (--lora-rank R) for a tensor-parallel engine",
-            )
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # set by torchrun
-            raise UsageError(
-                "full fine-tuning with --engine vllm runs in one process for now, not under torchrun",
-                hint="under torchrun use LoRA (--lora-rank R) or --engine hf; or run one process",
+                hint="the new weights are streamed into one engine per process; use "
+                "--tensor-parallel-size 1, or LoRA (--lora-rank R) for a tensor-parallel engine",
             )
 
     def settings(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What the loop samples with, and how it follows the policy it trains.
 
-A sampler has an ``engine`` (what ``make_rollouts`` calls; None on ranks that do not sample),
+A sampler has an ``engine`` (what the loop samples with: every rank has its own),
 ``sync()`` (called before every step's rollout but the first: bring the engine up to the
 policy's weights), ``before_update()`` (called on every rank once the batch is sampled and
 judged: an engine may free memory for the update) and ``after_step(step)`` (called on every
@@ -11,18 +11,18 @@ rank after the update and save).
 - ``SyncedCopy`` (hf, torchrun): generation from the sharded policy would make every token a
   collective all ranks join in lockstep; each rank keeps an unsharded copy instead, refreshed
   from the gathered weights (one tensor at a time) before each rollout, and samples its share.
-- ``VLLMAdapter`` (vllm, LoRA): a separate engine on the base model; each step's adapter is
-  written to RUN/adapters/step_NNNN and the engine is pointed at it (a new LoRA id makes vLLM
-  load it on the next request); the base model stays loaded, no restart.
-- ``VLLMFull`` (vllm, full fine-tuning): the engine runs inside this process (rank 0's) and
-  before each rollout the policy's weights are streamed into it, one tensor at a time
-  (``policy_weights``: under torchrun each tensor is gathered whole by a collective every rank
-  joins, and only rank 0 keeps it, until vLLM has copied it). No restart, no files, and never
-  the whole model twice in host memory. On a GPU the engine sleeps while the trainer steps.
-  Not yet under torchrun: vLLM inside a process that already belongs to torchrun's group
-  would build its own groups over all ranks (a collective the other ranks never join), and an
-  engine in worker processes (also tensor-parallel ones) needs the tensors sent over a channel
-  of its own. Both are refused (``LoopConfig.validate``), never left stale.
+- ``VLLMAdapter`` (vllm, LoRA): a separate engine on the base model (one per rank); each
+  step's adapter is written to RUN/adapters/step_NNNN and every engine is pointed at it (a new
+  LoRA id makes vLLM load it on the next request); the base model stays loaded, no restart.
+- ``VLLMFull`` (vllm, full fine-tuning): before each rollout the policy's weights are streamed
+  into the engine (``policy_weights``: under torchrun each tensor is gathered whole on every
+  rank by a collective all ranks join, and dropped once the engine has it). In one process the
+  engine runs inside this process and copies each tensor straight into its parameter. Under
+  torchrun each rank's engine runs in a process of its own (vLLM inside a process of torchrun's
+  group would take that group for its own and build its groups over all ranks) and is sent the
+  tensors a layer at a time. No restart, no files, and never the whole model twice in host
+  memory. On a GPU the engine sleeps while the trainer steps. A tensor-parallel engine is not
+  reached by either (refused by ``LoopConfig.validate``, never left stale).
 """
 
 from __future__ import annotations
@@ -105,16 +105,13 @@ class SyncedCopy:
 class VLLMAdapter:
     def __init__(self, cfg, start: str, trainer, adapters: Path):
         self.trainer, self.folder = trainer, Path(adapters)
-        self.engine = None
-        if is_main():
-            self.engine = vllm_engine(start, cfg.train, cfg.tensor_parallel_size, sleep=cfg.vllm_sleep)
+        self.engine = vllm_engine(start, cfg.train, cfg.tensor_parallel_size, sleep=cfg.vllm_sleep)
 
     def sync(self) -> None:
         pass  # the adapter folder is handed over in after_step
 
     def before_update(self) -> None:
-        if self.engine is not None:
-            self.engine.sleep(level=1)  # the base weights stay (offloaded to host memory)
+        self.engine.sleep(level=1)  # the base weights stay (offloaded to host memory)
 
     def after_step(self, step: int) -> None:
         publish_adapter(self.trainer, self.engine, self.folder, step)
@@ -123,22 +120,18 @@ class VLLMAdapter:
 class VLLMFull:
     def __init__(self, cfg, start: str, trainer):
         self.trainer = trainer
-        self.engine = None
-        if is_main():
-            self.engine = vllm_engine(start, cfg.train, in_process=True, sleep=cfg.vllm_sleep)
+        alone = world_size() == 1
+        self.engine = vllm_engine(
+            start, cfg.train, in_process=alone, weight_sync=not alone, sleep=cfg.vllm_sleep
+        )
 
     def sync(self) -> None:
-        """Stream the policy's weights into the engine (every rank: the gathers are collectives)."""
-        weights = policy_weights(self.trainer)
-        if self.engine is not None:
-            self.engine.load_weights(weights)
-        else:
-            for _ in weights:  # join each gather; rank 0's engine keeps the tensor
-                pass
+        """Stream the policy's weights into this rank's engine (every rank: the gathers are
+        collectives all ranks join, tensor by tensor in the same order)."""
+        self.engine.load_weights(policy_weights(self.trainer))
 
     def before_update(self) -> None:
-        if self.engine is not None:
-            self.engine.sleep(level=2)  # weights and KV cache freed: the next sync rewrites every weight
+        self.engine.sleep(level=2)  # weights and KV cache freed: the next sync rewrites every weight
 
     def after_step(self, step: int) -> None:
         pass
@@ -147,8 +140,8 @@ class VLLMFull:
 def policy_weights(trainer) -> Iterator[tuple[str, Any]]:
     """The policy's weights as ``(name, tensor)`` pairs named as in its checkpoint, one at a time
     (a tied output layer comes once, as the embeddings). Under torchrun each sharded tensor is
-    gathered whole when it is reached: every rank must run through the whole iterator, in the
-    same order, and each gathered tensor is dropped when the consumer asks for the next."""
+    gathered whole on every rank when it is reached: every rank must run through the whole
+    iterator, in the same order, and each gathered tensor is dropped when the consumer lets it go."""
     import torch
     from torch.distributed.tensor import DTensor
 
@@ -164,11 +157,13 @@ def vllm_engine(
     gpu_memory: float = VLLM_GPU_MEMORY,
     *,
     in_process: bool = False,
+    weight_sync: bool = False,
     sleep: bool = False,
 ):
     """A vLLM engine on ``start``: for LoRA (``train_cfg.lora_rank`` > 0) the base model with LoRA
-    enabled, on the adapter of ``start`` if it is one; for full fine-tuning ``in_process`` (its
-    weights are then replaced by ``load_weights``). ``sleep``: vLLM's sleep mode, on a GPU only."""
+    enabled, on the adapter of ``start`` if it is one; for full fine-tuning ``in_process`` or
+    with ``weight_sync`` (in a process of its own) so that ``load_weights`` can replace its
+    weights. ``sleep``: vLLM's sleep mode, on a GPU only."""
     from mcoder.rollout.engines.factory import make_engine
 
     adapter_cfg = Path(start) / "adapter_config.json"
@@ -188,6 +183,8 @@ def vllm_engine(
         kwargs["tensor_parallel_size"] = tensor_parallel_size
     if in_process:
         kwargs["in_process"] = True
+    if weight_sync:
+        kwargs["weight_sync"] = True
     if sleep and _has_cuda():
         kwargs["sleep_mode"] = True
     return make_engine("vllm", base, adapter, **kwargs)
@@ -195,14 +192,14 @@ def vllm_engine(
 
 def publish_adapter(trainer, engine, folder: Path, step: int) -> Path | None:
     """Write the policy's adapter for step ``step`` and point ``engine`` at it. Under torchrun
-    every rank calls this (the weights are gathered); rank 0 writes and owns the engine."""
+    every rank calls this (the weights are gathered); rank 0 writes, every rank's engine reads."""
     out = Path(folder) / f"step_{step:04d}"
-    export_weights(trainer, out)
-    if engine is None or not is_main():
-        return None
-    engine.set_adapter(out)
-    for old in sorted(Path(folder).glob("step_*"))[:-KEEP_ADAPTERS]:
-        shutil.rmtree(old, ignore_errors=True)
+    export_weights(trainer, out)  # (ends with a barrier: the folder is there for every rank)
+    if engine is not None:
+        engine.set_adapter(out)
+    if is_main():
+        for old in sorted(Path(folder).glob("step_*"))[:-KEEP_ADAPTERS]:
+            shutil.rmtree(old, ignore_errors=True)
     return out
 
 

@@ -39,6 +39,7 @@ class VLLMEngine:
         seed: int = 0,
         max_lora_rank: int | None = None,
         in_process: bool = False,
+        weight_sync: bool = False,
         sleep_mode: bool = False,
         **llm_kwargs: Any,
     ):
@@ -47,6 +48,9 @@ class VLLMEngine:
         self.top_k = top_k
         self.top_p = top_p
         self.in_process = in_process
+        self.weight_sync = weight_sync and not in_process
+        if self.weight_sync:
+            llm_kwargs["worker_extension_cls"] = f"{__name__}.WeightReceiver"
         self.sleep_mode = sleep_mode and _has_cuda()  # vLLM's sleep mode needs a GPU allocator
         self._asleep: set[str] = set()  # what sleep() freed and wake_up() has not brought back
         if self.sleep_mode:
@@ -81,18 +85,26 @@ class VLLMEngine:
 
     def load_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> int:
         """Replace the model's weights in place with ``(name, tensor)`` pairs named as in a
-        transformers checkpoint; returns how many were handed over. The iterator is consumed one
-        tensor at a time (vLLM copies each into its parameter before asking for the next), so a
-        generator that gathers or converts lazily never holds the model twice. Cached prefixes
-        were computed with the old weights: they are dropped."""
-        if not self.in_process:
-            raise RuntimeError("load_weights needs an engine built with in_process=True")
+        transformers checkpoint; returns how many were handed over. The iterator is consumed
+        lazily, so a generator that gathers or converts one tensor at a time never holds the
+        model twice: in process (``in_process``) vLLM copies each tensor into its parameter
+        before asking for the next; an engine in a process of its own (``weight_sync``) is sent
+        one layer's tensors at a time (``WeightReceiver``). Cached prefixes were computed with
+        the old weights: they are dropped."""
         self.wake_up("weights")
         counted = _Counted(named_tensors)
-        self.llm.collective_rpc(
-            "reload_weights", kwargs={"weights_iterator": counted, "is_checkpoint_format": True}
-        )
-        self.llm.collective_rpc(_prepare_tied_layers)
+        if self.in_process:
+            self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_iterator": counted, "is_checkpoint_format": True}
+            )
+            self.llm.collective_rpc(_prepare_tied_layers)
+        elif self.weight_sync:
+            self.llm.collective_rpc("mcoder_begin_weights")
+            for chunk in _by_layer(counted):
+                self.llm.collective_rpc("mcoder_load_weights", args=(chunk,))
+            self.llm.collective_rpc("mcoder_end_weights")
+        else:
+            raise RuntimeError("load_weights needs an engine built with in_process=True or weight_sync=True")
         self.wake_up()
         self.llm.reset_prefix_cache()
         return counted.count
@@ -140,12 +152,14 @@ class VLLMEngine:
         self.wake_up()
         prompts, params = self._requests(prompt_ids, n, max_tokens, temperature, seed)
         ids = self.llm.enqueue(prompts, params, lora_request=self._lora, use_tqdm=False)
-        index = {rid: i for i, rid in enumerate(ids)}
+        # enqueue returns vLLM's internal ids, "<the LLM's counter>-<8 random characters>"; the
+        # outputs carry the counter alone
+        index = {_counter(rid): i for i, rid in enumerate(ids)}
         engine = self.llm.llm_engine
         while engine.has_unfinished_requests():
             for out in engine.step():
-                if out.finished and out.request_id in index:
-                    yield index.pop(out.request_id), self._group(out)
+                if out.finished and _counter(out.request_id) in index:
+                    yield index.pop(_counter(out.request_id)), self._group(out)
         if index:
             raise RuntimeError(f"vLLM finished without {len(index)} of the queued requests")
 
@@ -180,6 +194,10 @@ class VLLMEngine:
         return Generation(ids, logprobs, reason, decode(self.tokenizer, ids))
 
 
+def _counter(request_id: str) -> str:
+    return request_id.split("-", 1)[0]
+
+
 def _prepare_tied_layers(worker) -> int:
     """Redo the kernel preparation of each layer that shares its weight with an earlier one (a
     tied output layer). vLLM's reload prepares the layers it was given weights for; the tied
@@ -202,6 +220,87 @@ def _prepare_tied_layers(worker) -> int:
     return redone
 
 
+class WeightReceiver:
+    """Methods added to vLLM's worker (``worker_extension_cls``) for an engine in a process of
+    its own: the weights come in over several calls, one layer's tensors a call, and are loaded
+    as one reload (vLLM's layerwise reload: each layer is prepared for its kernels once all of
+    its tensors have arrived; a layer given none keeps its weights)."""
+
+    def mcoder_begin_weights(self) -> None:
+        from vllm.model_executor.model_loader.reload.layerwise import initialize_layerwise_reload
+
+        initialize_layerwise_reload(self.model_runner.get_model())
+
+    def mcoder_load_weights(self, weights: list[tuple[str, str, list[int], bytes]]) -> int:
+        """``weights``: ``_packed`` tensors (the channel rebuilds plain values only)."""
+        import torch
+
+        tensors = [
+            (
+                name,
+                torch.frombuffer(bytearray(data), dtype=torch.uint8)
+                .view(getattr(torch, dtype))
+                .reshape(shape),
+            )
+            for name, dtype, shape, data in weights
+        ]
+        return len(self.model_runner.get_model().load_weights(tensors))
+
+    def mcoder_end_weights(self) -> int:
+        from vllm.model_executor.model_loader.reload.layerwise import finalize_layerwise_reload
+
+        runner = self.model_runner
+        finalize_layerwise_reload(runner.get_model(), runner.vllm_config.model_config)
+        for reset in ("reset_lora_state", "reset_encoder_cache", "reset_mm_cache"):
+            getattr(runner, reset, lambda: None)()  # what vLLM's own reload_weights does after loading
+        return _prepare_tied_layers(self)
+
+
+def _by_layer(named_tensors: Iterable[tuple[str, Any]]) -> Iterator[list[tuple[str, str, list[int], bytes]]]:
+    """The tensors a layer at a time (``model.layers.N.*`` together: vLLM fuses q, k and v, gate
+    and up, and prepares a layer once all its parts are in; the embeddings, the final norm and
+    the output layer one each), packed for the channel to the engine's process."""
+    chunk: list[tuple[str, str, list[int], bytes]] = []
+    key = None
+    for name, tensor in named_tensors:
+        layer = _layer_key(name)
+        if chunk and layer != key:
+            yield chunk
+            chunk = []
+        key = layer
+        chunk.append(_packed(name, tensor))
+    if chunk:
+        yield chunk
+
+
+def _packed(name: str, tensor: Any) -> tuple[str, str, list[int], bytes]:
+    """(name, dtype, shape, raw bytes): vLLM's channel carries tensors only where the receiving
+    side declares them, and an RPC's arguments declare nothing."""
+    t = tensor.detach().to("cpu").contiguous()
+    return (
+        name,
+        str(t.dtype).removeprefix("torch."),
+        list(t.shape),
+        t.view(-1).view(_uint8()).numpy().tobytes(),
+    )
+
+
+def _uint8():
+    import torch
+
+    return torch.uint8
+
+
+def _layer_key(name: str) -> str:
+    """``model.layers.3.mlp.up_proj.weight`` -> ``model.layers.3``; a name without a layer
+    number is its own."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part.isdigit():
+            return ".".join(parts[: i + 1])
+    return name
+
+
 class _Counted:
     """An iterator that counts what passes through it."""
 
@@ -221,14 +320,23 @@ class _Counted:
 @contextlib.contextmanager
 def _multiprocessing(enabled: bool):
     """Build the engine with vLLM's engine core in a process of its own (``enabled``: vLLM's
-    default, or what the environment says) or in this one, where its worker's model can be reached. vLLM caches its settings
-    once an engine has started; the cache is dropped so that this choice is the one read."""
+    default, or what the environment says) or in this one, where its worker's model can be
+    reached. Under torchrun an engine process of its own is started fresh (spawned: a forked
+    one would inherit the trainer's process group and take it for its own), on this rank's GPU.
+    vLLM caches its settings once an engine has started; the cache is dropped so that this
+    choice is the one read."""
     from vllm import envs
 
-    name = "VLLM_ENABLE_V1_MULTIPROCESSING"
-    before = os.environ.get(name)
+    changes: dict[str, str] = {}
     if not enabled:
-        os.environ[name] = "0"
+        changes["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    elif _in_process_group():
+        changes["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+        gpu = _rank_gpu()
+        if gpu is not None:
+            changes["CUDA_VISIBLE_DEVICES"] = gpu
+    before = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
     if hasattr(envs, "disable_envs_cache"):
         envs.disable_envs_cache()
     try:
@@ -241,6 +349,28 @@ def _multiprocessing(enabled: bool):
                 os.environ[name] = value
         if hasattr(envs, "disable_envs_cache"):
             envs.disable_envs_cache()
+
+
+def _in_process_group() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _rank_gpu() -> str | None:
+    """This rank's GPU as the engine's process should see it (torchrun's LOCAL_RANK among the
+    visible ones), or None without CUDA."""
+    if not _has_cuda():
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible else [str(i) for i in range(_device_count())]
+    return ids[int(os.environ.get("LOCAL_RANK", "0")) % len(ids)]
+
+
+def _device_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
 
 
 def _has_cuda() -> bool:
