@@ -109,3 +109,15 @@ def test_merged_lora_export_has_the_peft_models_logits(tiny_model, tmp_path):
     diff = float((merged - peft_logits).abs().max())
     print(f"max |merged - PEFT| logit {diff:.2e}")
     assert diff < 1e-4
+
+
+def test_from_pretrained_loads_a_lora_checkpoint_on_its_base(tiny_model, tmp_path):
+    """transformers reads the adapter folder itself (with peft installed): base + adapter."""
+    from transformers import AutoModelForCausalLM
+
+    from mcoder.models import load_model
+
+    ckpt = tmp_path / "checkpoint"
+    make_checkpoint(tiny_model, ckpt, lora_rank=4)
+    direct = logits(AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32))
+    assert torch.allclose(direct, logits(load_model(ckpt, dtype="float32", device="cpu")), atol=1e-5)
