@@ -171,18 +171,60 @@ def measure(data: Path, n: int, folder: Path) -> dict:
     flags += ["--keep-pass-rate", "0.1,0.9", "--report", str(report), "--overwrite", "--quiet"]
     wall, cpu, rss = run([*(str(s) for s in sources), "--out", str(out), *flags])
     rep = json.loads(report.with_suffix(".json").read_text())
-    stages = {s["name"]: (s["seconds"], s["removed"]) for s in rep["stages"]}
+    stage_args = [str(x) for x in (bench, verdicts, *sources)]
+    cpu_by_stage = json.loads(
+        subprocess.run(
+            [sys.executable, __file__, "--stage-cpu", *stage_args], check=True, capture_output=True, text=True
+        ).stdout
+    )
     return {
         "n": n,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "peak_rss_mib": rss,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "peak_rss_mib": round(rss),
         "out": rep["problems_out"],
-        "stages": stages,
+        "removed": {s["name"]: s["removed"] for s in rep["stages"]},
+        "stage_cpu_s": cpu_by_stage,
     }
 
 
+def stage_cpu(bench: str, verdicts: str, sources: list[str]) -> dict[str, float]:
+    """CPU seconds of each stage, run as the build runs them, in this (fresh) process."""
+    from mcoder.console import set_quiet
+    from mcoder.dataset.collect import collect, find_sources
+    from mcoder.dataset.filter.steps import FilterConfig, filter_steps
+    from mcoder.dataset.process import process
+    from mcoder.dataset.report import Removal
+    from mcoder.dataset.tally import Tally
+
+    set_quiet(True)
+    clock = time.process_time
+    out: dict[str, float] = {}
+    start = clock()
+    problems = [
+        p
+        for _, p in process(collect(find_sources(sources, Tally()), "auto", Tally()))
+        if not isinstance(p, Removal)
+    ]
+    out["convert"] = clock() - start
+    start = clock()
+    cfg = FilterConfig(
+        dedup=True, decontaminate=[Path(bench)], difficulty_from=[Path(verdicts)], keep_pass_rate=(0.1, 0.9)
+    )
+    steps = filter_steps(cfg)
+    out["read benchmark + verdicts"] = clock() - start
+    for step in steps:
+        start = clock()
+        problems, result = step(problems)
+        out[result.name] = clock() - start
+    return {k: round(v, 2) for k, v in out.items()}
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--stage-cpu"]:
+        bench, verdicts, *sources = sys.argv[2:]
+        print(json.dumps(stage_cpu(bench, verdicts, sources)))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="2000,5000,20000", help="problem counts, comma-separated")
     ap.add_argument("--data", type=Path, default=DATA, help="the third-party sets (../shared/data)")
@@ -195,23 +237,30 @@ def main() -> None:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         results = [measure(args.data, n, folder) for n in sizes]
-    names = list(results[-1]["stages"])
+    show(results)
+
+
+def show(results: list[dict]) -> None:
+    stages = list(results[-1]["stage_cpu_s"])
+    print("dataset build --dedup --decontaminate --difficulty-from (whole command, a fresh process each):")
     print(
-        f"{'problems':>8} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8} {'out':>6}  "
-        + " ".join(f"{k:>13}" for k in names)
+        f"{'problems':>8} {'out':>6} {'wall s':>7} {'CPU s':>7} {'CPU ms/problem':>14} {'peak RSS MiB':>12}"
     )
     for r in results:
-        cells = " ".join(
-            f"{r['stages'].get(k, (0, 0))[0]:>7.2f}s/{r['stages'].get(k, (0, 0))[1]:<5}" for k in names
-        )
+        per = 1000 * r["cpu_s"] / r["n"]
         print(
-            f"{r['n']:>8} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} {r['peak_rss_mib']:>8.0f} {r['out']:>6}  {cells}"
+            f"{r['n']:>8} {r['out']:>6} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} {per:>14.2f} {r['peak_rss_mib']:>12}"
         )
+    print("\nCPU ms per problem by stage (the same inputs, stages run one by one in a fresh process):")
+    print(f"{'problems':>8} " + " ".join(f"{k[:14]:>14}" for k in stages))
+    for r in results:
+        cells = " ".join(f"{1000 * r['stage_cpu_s'].get(k, 0) / r['n']:>14.3f}" for k in stages)
+        print(f"{r['n']:>8} {cells}")
     first, last = results[0], results[-1]
-    scale = last["n"] / first["n"]
     print(
-        f"\n{first['n']} -> {last['n']} problems (x{scale:g}): wall x{last['wall_s'] / first['wall_s']:.2f}, "
-        f"peak memory x{last['peak_rss_mib'] / first['peak_rss_mib']:.2f}; stage cells are seconds/removed"
+        f"\n{first['n']} -> {last['n']} problems (x{last['n'] / first['n']:g}): CPU x{last['cpu_s'] / first['cpu_s']:.2f}, "
+        f"wall x{last['wall_s'] / first['wall_s']:.2f} (wall follows the machine's load), "
+        f"peak RSS x{last['peak_rss_mib'] / first['peak_rss_mib']:.2f}"
     )
     print(json.dumps(results))
 
