@@ -13,10 +13,12 @@ and for 1 and 2 workers, three ways to run every test of every reference:
 Prints tests/s and the judge's ratio to each floor, and the judge's overhead over ``exec`` in
 milliseconds per test and per record (one program judged against all its tests: fork, sandbox
 set-up, messages, scheduling; the issue-14 goal is at most 10 ms per record). That figure is wall
-time x workers, so other processes on the machine inflate it; ``cpu ms/rec`` does not depend on
-load: the user+sys CPU time of the judge and every process under it (workers, candidates, check
+time x workers, so other processes on the machine inflate it; ``cpu ms/rec`` depends on load far
+less: the user+sys CPU time of the judge and every process under it (workers, candidates, check
 processes), less the same for a judge that starts and stops with nothing to do, less the CPU
-time of ``exec``, per record.
+time of ``exec``, per record (a busy machine still makes each instruction and page copy dearer).
+``flt/rec`` counts the minor page faults the same way: most of what a forked candidate costs is
+the pages it copies, and that count does not vary with load.
 Usage: ``python benchmarks/judge_speed.py [--workers 1,2] [--limit N] [--sets a,b] [--skip-bare]``.
 """
 
@@ -179,11 +181,18 @@ def cpu_s() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def run_exec(problems: list[Problem], workers: int) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of the in-process floor."""
+def faults() -> int:
+    """Minor page faults of this process and of every child it has reaped (and theirs): what a
+    forked process costs is mostly the pages it copies, and their count does not vary with load."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_minflt + kids.ru_minflt
+
+
+def run_exec(problems: list[Problem], workers: int) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, page faults) of the in-process floor."""
     units = [exec_units(p) for p in problems]
     shares = [units[i::workers] for i in range(workers)]
-    c0 = cpu_s()
+    c0, f0 = cpu_s(), faults()
     pool = mp.get_context("fork").Pool(workers)
     pool.map(_nothing, range(workers))  # the pool is up before the clock starts
     t0 = time.perf_counter()
@@ -193,17 +202,18 @@ def run_exec(problems: list[Problem], workers: int) -> tuple[float, float]:
     pool.join()  # reaped: their CPU time is in RUSAGE_CHILDREN
     if failures:
         print(f"  (exec: {failures} tests raised)", file=sys.stderr)
-    return elapsed, cpu_s() - c0
+    return elapsed, cpu_s() - c0, faults() - f0
 
 
-def run_judge(problems: list[Problem], workers: int) -> tuple[float, int, float]:
-    """(wall seconds, records passed, CPU seconds beyond a judge that judges nothing)."""
-    c0 = cpu_s()
+def run_judge(problems: list[Problem], workers: int) -> tuple[float, int, float, int]:
+    """(wall seconds, records passed, CPU seconds and page faults beyond a judge that judges
+    nothing)."""
+    c0, f0 = cpu_s(), faults()
     _judge(problems[:0], workers)
-    idle = cpu_s() - c0
-    c0 = cpu_s()
+    idle, idle_faults = cpu_s() - c0, faults() - f0
+    c0, f0 = cpu_s(), faults()
     elapsed, passed = _judge(problems, workers)
-    return elapsed, passed, cpu_s() - c0 - idle
+    return elapsed, passed, cpu_s() - c0 - idle, faults() - f0 - idle_faults
 
 
 def _judge(problems: list[Problem], workers: int) -> tuple[float, int]:
@@ -240,7 +250,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     header = (
         f"{'set':22} {'w':>2} {'progs':>5} {'tests':>6} {'judge t/s':>10} {'bare t/s':>9} {'exec t/s':>9} "
-        f"{'vs bare':>8} {'vs exec':>8} {'ovh ms/test':>11} {'ovh ms/rec':>10} {'cpu ms/rec':>10} {'passed':>7}"
+        f"{'vs bare':>8} {'vs exec':>8} {'ovh ms/test':>11} {'ovh ms/rec':>10} {'cpu ms/rec':>10} {'flt/rec':>7} {'passed':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -249,15 +259,16 @@ def main() -> None:
         jobs = [j for p in problems for j in scripts(p)]
         n = len(jobs)
         for w in (int(x) for x in args.workers.split(",")):
-            tj, passed, cj = run_judge(problems, w)
+            tj, passed, cj, fj = run_judge(problems, w)
             tb = float("nan") if args.skip_bare else run_bare(jobs, w)
-            te, ce = run_exec(problems, w)
+            te, ce, fe = run_exec(problems, w)
             overhead_ms = 1000 * (tj - te) * w / n
             per_record_ms = 1000 * (tj - te) * w / len(problems)
             cpu_ms = 1000 * (cj - ce) / len(problems)
+            flt = (fj - fe) / len(problems)
             print(
                 f"{name:22} {w:>2} {len(problems):>5} {n:>6} {n / tj:>10.1f} {n / tb:>9.1f} {n / te:>9.1f} "
-                f"{tb / tj:>7.2f}x {te / tj:>7.3f}x {overhead_ms:>11.2f} {per_record_ms:>10.2f} {cpu_ms:>10.2f} "
+                f"{tb / tj:>7.2f}x {te / tj:>7.3f}x {overhead_ms:>11.2f} {per_record_ms:>10.2f} {cpu_ms:>10.2f} {flt:>7.0f} "
                 f"{passed:>4}/{len(problems)}"
             )
 
