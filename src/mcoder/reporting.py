@@ -147,7 +147,11 @@ class WandB:
                 f"--report-to wandb: W&B did not start a run ({type(e).__name__}: {e})",
                 hint="run `wandb login`, or set WANDB_MODE=offline (and `wandb sync` the run folder later)",
             ) from None
-        self.held = self._held_steps()
+        try:
+            self.held = self._held_steps()
+        except BaseException:
+            self.run.finish()
+            raise
 
     def _held_steps(self) -> set[int] | int:
         """The steps W&B has of this run already: a set (offline), or all below a number (online)."""
@@ -178,6 +182,12 @@ def history_steps(log: Path) -> list[int]:
         [sys.executable, "-m", "wandb", "leet", "inspect", str(log), "--json"],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
+    if out.returncode != 0:  # logging the steps again would put them twice in the W&B run
+        raise EnvironmentMissing(
+            f"--report-to wandb: W&B could not read its earlier log {log} to resume the run "
+            f"({out.stderr.strip()[-300:]})",
+            hint="install wandb >= 0.31 (its `wandb leet inspect` reads the log), or move RUN/wandb aside",
+        )
     steps = []
     for line in out.stdout.splitlines():
         try:
