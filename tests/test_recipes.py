@@ -303,3 +303,28 @@ def test_the_warm_start_keeps_the_check_closest_to_its_target():
     assert warm.closest_check(checks, 0.30)[0] == 110
     assert warm.closest_check([(1, 0.25, "a"), (2, 0.75, "b")], 0.5)[0] == 2  # a tie: the later
     assert warm.closest_check(checks[:1] + checks[3:], 0.35)[0] == 100  # an overshoot is not kept
+
+
+@pytest.mark.slow
+def test_long_ablation_smoke_writes_its_tables_and_resumes(tmp_path):
+    """benchmarks/long_ablation.py at its plumbing size on two arms (one of them the
+    diversity-determined temperature): a row per (arm, seed) with the run's figures, the chosen T
+    read from the run folder, a table per series, plots, and a rerun that trains nothing."""
+    out = tmp_path / "long"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "long_ablation.py"), "--out", str(out), "--smoke"]
+    cmd += ["--seeds", "0", "--arms", "trunc-all,auto"]
+    env = {**os.environ, "MCODER": mcoder_cmd()}
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["arm"], r["seed"]) for r in rows] == [("trunc-all", 0), ("auto", 0)]
+    assert rows[0]["temperature"] == "1" and rows[1]["temperature"] not in ("", "-")
+    assert all(0.0 <= r["truncated_all"] <= 1.0 and r["length_first"] > 0 for r in rows)
+    md = (out / "results.md").read_text()
+    assert "### truncation" in md and "### temperature" in md and "| auto | 0 |" in md
+    for series in ("truncation", "temperature"):
+        assert sorted((out / f"plots-{series}").glob("*.png"))
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert " train " not in again.stderr
+    assert json.loads((out / "results.json").read_text())["rows"] == rows

@@ -110,3 +110,34 @@ def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
     c = choose_temperature(rising)
     assert not c.at_edge and 0.6 < c.temperature < 1.8
     assert choose_temperature(flat).temperature == 0.6
+
+
+@pytest.mark.slow
+def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
+    """A warm start of examples/learn/ (300 supervised steps, no gate): its answers share their
+    boilerplate, so D is low at every T, but D(T) still rises from the coolest candidate to the
+    hottest, and the knee rule picks a T inside the grid."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mcoder.jsonl import read_records
+    from mcoder.records import Problem
+
+    root = Path(__file__).resolve().parents[1]
+    learn = root / "examples" / "learn"
+    warm = tmp_path / "warm"
+    cmd = [sys.executable, str(learn / "warm_start.py"), "--problems", str(learn / "train.jsonl")]
+    cmd += ["--out", str(warm), "--steps", "300", "--lr", "4e-3", "--seed", "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tok = load_tokenizer(warm)
+    probe = list(read_records(learn / "heldout.jsonl", Problem))[:6]
+    rows = diversity_table(
+        HFEngine(load_model(warm), tok), tok, probe, candidates=(0.6, 1.0, 1.4, 1.8), n=8, max_tokens=64
+    )
+    d = [x for _, x in rows]
+    assert d[0] < d[1] < d[2] < d[3], rows  # it rises with T
+    assert d[-1] - d[0] > 0.1, rows
+    c = choose_temperature(rows)
+    assert not c.at_edge, (c, rows)

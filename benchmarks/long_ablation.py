@@ -1,0 +1,313 @@
+"""MicroCoder-GRPO's two mechanisms, switched one at a time, on a family whose answers are long.
+
+    python benchmarks/long_ablation.py --out long-run --jobs 2           # 7 arms x 3 seeds
+    python benchmarks/long_ablation.py --out long-run --arms auto,T1.0    # some arms
+    python benchmarks/long_ablation.py --out long-run --smoke             # plumbing only
+
+The problems are examples/long/ (2 to 4 expressions of two integers, one per line: answers of 34
+to 66 tokens against an L_max of 72), so early in training a share of the samples is cut off by
+the limit. For each seed, examples/learn/warm_start.py gives a tiny model a gated supervised
+pass on the train part; then every arm trains from that same warm start with
+`mcoder train --loop --algo microcoder-grpo`, changing one setting:
+
+- truncation handling at T = 1.0: ``trunc-none`` (no masking: a cut-off output is an ordinary
+  failure), ``trunc-all`` (DAPO: every cut-off output masked), ``cond-0.1`` and ``cond-0.3``
+  (MicroCoder's conditional masking with rho 0.1 and 0.3);
+- temperature with conditional masking (rho 0.1): ``T0.6``, ``auto`` (diversity-determined, chosen
+  in stages) and ``T1.8``; ``cond-0.1`` is the T = 1.0 point of this series.
+
+Each run's held-out pass@1 is measured with `mcoder rollout` + `judge` + `bench` as in
+benchmarks/learning_proof.py, and its training figures are read from its metrics.jsonl: mean
+response length, truncation rate, masked outputs, diversity. OUT/results.md holds the table per
+run and per arm (mean and spread over seeds) beside the paper's direction for each arm;
+OUT/plots-truncation/ and OUT/plots-temperature/ hold each series' runs on shared axes. A rerun
+with the same settings keeps finished rows and warm starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import learning_proof as proof  # the held-out evaluation and the stage runner
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = ROOT / "examples" / "long"
+
+COND = ["--truncation", "conditional", "--mask-rho", "0.1"]
+ARMS: dict[str, list[str]] = {
+    "trunc-none": ["--truncation", "none", "--temperature", "1.0"],
+    "trunc-all": ["--truncation", "all", "--temperature", "1.0"],
+    "cond-0.1": COND + ["--temperature", "1.0"],
+    "cond-0.3": ["--truncation", "conditional", "--mask-rho", "0.3", "--temperature", "1.0"],
+    "T0.6": COND + ["--temperature", "0.6"],
+    "auto": COND + ["--temperature", "auto"],
+    "T1.8": COND + ["--temperature", "1.8"],
+}
+SERIES = {
+    "truncation": ["trunc-none", "trunc-all", "cond-0.1", "cond-0.3"],
+    "temperature": ["T0.6", "cond-0.1", "auto", "T1.8"],
+}
+# What the paper reports for each arm (its Qwen3 runs with 4K-16K-token answers), to read beside ours.
+PAPER = {
+    "trunc-none": "shorter answers, a lower peak",
+    "trunc-all": "length runs to the cap, then accuracy collapses",
+    "cond-0.1": "the highest peak (T = 1.0 point of the temperature series too)",
+    "cond-0.3": "between none and all",
+    "T0.6": "diversity keeps falling and training fails",
+    "auto": "diversity kept up, the best of the series",
+    "T1.8": "an early drop in diversity (drastic fluctuations)",
+}
+_SAVE = threading.Lock()
+
+
+def train(arm: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
+    cmd = proof.mcoder() + ["train", "--loop", "--model", warm, "--problems", args.train]
+    cmd += ["--run-dir", run, "--algo", "microcoder-grpo", "--steps", args.steps, "--n", args.n]
+    cmd += ["--train-batch-size", args.batch, "--mini-batch-size", args.mini_batch]
+    cmd += ["--micro-batch-size", args.micro_batch, "--max-tokens", args.max_tokens, "--lr", args.lr]
+    cmd += ["--seed", seed, "--save-every", args.steps, "-q"] + ARMS[arm]
+    proof.sh(cmd, log)
+    return run / "checkpoint"
+
+
+def run_figures(run: Path) -> dict:
+    """Training figures of one run from its metrics.jsonl (first and last 10 steps, and all)."""
+    steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+    def mean(key: str, part: list[dict]) -> float:
+        values = [s[key] for s in part if key in s]
+        return statistics.fmean(values) if values else float("nan")
+
+    first, last = steps[:10], steps[-10:]
+    out = {
+        "length_first": mean("length/mean", first),
+        "length_last": mean("length/mean", last),
+        "truncated_first": mean("truncated_rate", first),
+        "truncated_all": mean("truncated_rate", steps),
+        "masked_total": sum(s.get("masked_count", 0) for s in steps),
+        "diversity_first": mean("diversity/lexical", first),
+        "diversity_last": mean("diversity/lexical", last),
+        "train_pass_first": mean("pass_rate", first),
+        "train_pass_last": mean("pass_rate", last),
+    }
+    record = run / "temperature.json"
+    if record.exists():
+        t = json.loads(record.read_text())
+        stages = t.get("stages") or [{"from_step": 1, "temperature": t.get("temperature")}]
+        out["temperature"] = "/".join(f"{s['temperature']:g}" for s in stages)
+    return out
+
+
+def warm_start(seed: int, args) -> float:
+    """The seed's warm start and its held-out pass@1 (both kept for a rerun)."""
+    root = args.out / f"seed{seed}"
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / "log.txt"
+    warm = root / "warm"
+    if not (warm / "config.json").exists():
+        cmd = [sys.executable, ROOT / "examples" / "learn" / "warm_start.py", "--problems", args.train]
+        cmd += ["--out", warm, "--steps", args.sft_steps, "--seed", seed, "--layers", args.layers]
+        cmd += ["--target-pass", args.warm_target, "--max-tokens", args.max_tokens]
+        proof.sh(cmd, log)
+    if (root / "eval-warm" / "bench.json").exists():
+        before = proof.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
+    else:
+        before = proof.evaluate(warm, root / "eval-warm", args, seed, log)
+    print(f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}%", file=sys.stderr, flush=True)
+    return before
+
+
+def one_run(seed: int, arm: str, before: float, args, rows: list[dict]) -> None:
+    root = args.out / f"seed{seed}"
+    log = root / f"log-{arm}.txt"
+    t0 = time.perf_counter()
+    run = root / f"run-{arm}-s{seed}"
+    shutil.rmtree(run, ignore_errors=True)  # a fresh run: the loop would resume an old one
+    ckpt = train(arm, root / "warm", run, args, seed, log)
+    minutes = (time.perf_counter() - t0) / 60
+    after = proof.evaluate(
+        ckpt, root / f"eval-{arm}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
+    )
+    row = {"arm": arm, "seed": seed, "warm_pass1": 100 * before, "final_pass1": 100 * after}
+    row |= {"delta": 100 * (after - before), "minutes": minutes, **run_figures(run)}
+    with _SAVE:
+        rows.append(row)
+        save(args, rows)
+    print(format_row(row), file=sys.stderr, flush=True)
+
+
+COLUMNS = [
+    ("final_pass1", "held-out pass@1 %", "{:.1f}"),
+    ("delta", "change", "{:+.1f}"),
+    ("length_first", "length first 10", "{:.1f}"),
+    ("length_last", "length last 10", "{:.1f}"),
+    ("truncated_first", "cut off first 10 %", "{:.1%}"),
+    ("truncated_all", "cut off all %", "{:.1%}"),
+    ("masked_total", "masked", "{:.0f}"),
+    ("diversity_first", "diversity first 10", "{:.3f}"),
+    ("diversity_last", "diversity last 10", "{:.3f}"),
+]
+
+
+def fmt(spec: str, value) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    return spec.format(value).rstrip("%")
+
+
+def format_row(r: dict) -> str:
+    cells = [f"{r['arm']:<10}", f"s{r['seed']}", f"T {r.get('temperature', '-')}"]
+    return "  ".join(cells + [f"{label} {fmt(spec, r[key])}" for key, label, spec in COLUMNS[:2]])
+
+
+def arm_summary(rows: list[dict], arm: str) -> dict:
+    mine = [r for r in rows if r["arm"] == arm]
+    out = {"arm": arm, "seeds": len(mine)}
+    for key, _, _ in COLUMNS:
+        values = [r[key] for r in mine if not math.isnan(r[key])]
+        out[key] = statistics.fmean(values) if values else float("nan")
+        out[key + "_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    out["temperature"] = ", ".join(sorted({str(r.get("temperature", "-")) for r in mine}))
+    return out
+
+
+def save(args, rows: list[dict]) -> None:
+    order = {arm: i for i, arm in enumerate(ARMS)}
+    rows.sort(key=lambda r: (order.get(r["arm"], 99), r["seed"]))
+    summaries = [arm_summary(rows, a) for a in ARMS if any(r["arm"] == a for r in rows)]
+    (args.out / "results.json").write_text(
+        json.dumps({"config": proof.config_dict(args), "rows": rows, "arms": summaries}, indent=2)
+    )
+    md = []
+    for series, arms in SERIES.items():
+        if not any(s["arm"] in arms for s in summaries):
+            continue
+        md += [f"### {series}", ""]
+        md += ["| arm | T | seeds | " + " | ".join(label for _, label, _ in COLUMNS) + " | the paper |"]
+        md += ["|---" * (len(COLUMNS) + 4) + "|"]
+        for s in summaries:
+            if s["arm"] not in arms:
+                continue
+            cells = [
+                f"{fmt(spec, s[key])} ± {fmt(spec.replace('+', ''), s[key + '_std'])}"
+                for key, _, spec in COLUMNS
+            ]
+            md.append(
+                f"| {s['arm']} | {s['temperature']} | {s['seeds']} | "
+                + " | ".join(cells)
+                + f" | {PAPER[s['arm']]} |"
+            )
+        md.append("")
+    md += [
+        "### every run",
+        "",
+        "| arm | seed | T | warm % | " + " | ".join(l for _, l, _ in COLUMNS) + " | minutes |",
+    ]
+    md += ["|---" * (len(COLUMNS) + 5) + "|"]
+    for r in rows:
+        cells = [fmt(spec, r[key]) for key, _, spec in COLUMNS]
+        md.append(
+            f"| {r['arm']} | {r['seed']} | {r.get('temperature', '-')} | {r['warm_pass1']:.1f} | "
+            + " | ".join(cells)
+            + f" | {r['minutes']:.1f} |"
+        )
+    (args.out / "results.md").write_text("\n".join(md) + "\n")
+
+
+def plots(args) -> None:
+    for series, arms in SERIES.items():
+        runs = [r for arm in arms for r in sorted(args.out.glob(f"seed*/run-{arm}-s*"))]
+        if runs:
+            cmd = proof.mcoder() + ["bench", "--plots", "--out-dir", args.out / f"plots-{series}", "-q"]
+            for r in runs:
+                cmd += ["--run-dir", r]
+            proof.sh(cmd, args.out / "plots.log")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path("long-run"))
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
+    p.add_argument("--train", type=Path, default=LONG / "train.jsonl")
+    p.add_argument("--heldout", type=Path, default=LONG / "heldout.jsonl")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--sft-steps", type=int, default=1500)
+    p.add_argument("--warm-target", type=float, default=0.3)
+    p.add_argument("--steps", type=int, default=40, help="RL loop steps per run")
+    p.add_argument("--n", type=int, default=8)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--mini-batch", type=int, default=4)
+    p.add_argument("--micro-batch", type=int, default=16)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--max-tokens", type=int, default=72, help="L_max of training, the gate and evaluation")
+    p.add_argument("--eval-n", type=int, default=4)
+    p.add_argument("--eval-temperature", type=float, default=1.0)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing, proves nothing")
+    args = p.parse_args(argv)
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.arms = args.arms.split(",")
+    unknown = [a for a in args.arms if a not in ARMS]
+    if unknown:
+        p.error(f"unknown arm(s) {', '.join(unknown)}: use {', '.join(ARMS)}")
+    if args.smoke:
+        args.sft_steps, args.steps, args.n, args.batch, args.mini_batch, args.eval_n = 2, 2, 2, 2, 2, 1
+        args.warm_target, args.max_tokens = 0.0, 16
+    return args
+
+
+def load_rows(args) -> list[dict]:
+    path = args.out / "results.json"
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    keep = {"seeds", "arms", "jobs", "out"}
+    if {k: v for k, v in old.get("config", {}).items() if k not in keep} != {
+        k: v for k, v in proof.config_dict(args).items() if k not in keep
+    }:
+        path.rename(path.with_suffix(".json.old"))
+        print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
+        return []
+    return list(old.get("rows", []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = load_rows(args)
+    t0 = time.perf_counter()
+    # Warm starts first (one per seed), then every (seed, arm) run: --jobs of them side by side.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        befores = dict(zip(args.seeds, pool.map(lambda s: warm_start(s, args), args.seeds)))
+        todo = [  # arm by arm in --arms order, so a cut-short run has whole arms
+            (seed, arm)
+            for arm in args.arms
+            for seed in args.seeds
+            if not any(r["arm"] == arm and r["seed"] == seed for r in rows)
+        ]
+        for f in [pool.submit(one_run, seed, arm, befores[seed], args, rows) for seed, arm in todo]:
+            f.result()
+    save(args, rows)
+    plots(args)
+    print((args.out / "results.md").read_text())
+    print(
+        f"{(time.perf_counter() - t0) / 60:.1f} minutes; wrote {args.out / 'results.md'}, {args.out}/plots-*"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
