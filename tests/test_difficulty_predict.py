@@ -339,3 +339,21 @@ def test_predict_with_the_tiny_model_end_to_end(tiny_model, tmp_path):
     assert all(r["status"] == "malformed" and r["attempts"] == 2 for r in recs)
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "nothing to do" in again.output
+
+
+def test_select_names_a_bad_calibration_file(tmp_path):
+    src = tmp_path / "p.jsonl"
+    _problems(src, 2)
+    (tmp_path / "s.jsonl").write_text('{"problem_id": "q00", "status": "ok", "score": 3}\n')
+    (tmp_path / "c.json").write_text('{"points": [[1, 0.5], "x"]}\n')
+    res = runner.invoke(app, ["dataset", "difficulty", "select", "-p", str(src), "-s", str(tmp_path / "s.jsonl"),
+                              "-c", str(tmp_path / "c.json"), "-o", str(tmp_path / "o.jsonl")])  # fmt: skip
+    assert res.exit_code == 3 and f"{tmp_path / 'c.json'}:1, field 'points'" in res.output
+
+
+def test_a_bad_dimension_is_a_usage_error(tmp_path):
+    src = tmp_path / "p.jsonl"
+    _problems(src, 1)
+    res = runner.invoke(app, ["dataset", "difficulty", "predict", "-p", str(src), "-m", str(tmp_path), "-o",
+                              str(tmp_path / "s.jsonl"), "--dimension", "algorithmic_thinking"])  # fmt: skip
+    assert res.exit_code == 2 and "NAME=WEIGHT" in res.output

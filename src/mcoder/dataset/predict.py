@@ -116,9 +116,16 @@ def predict(cfg: PredictConfig, engine=None, tokenizer=None, context: int | None
     """Rate every problem of ``cfg.problems`` into ``cfg.out``. ``engine``/``tokenizer``: made from
     ``cfg.model`` unless given (a test or benchmark may pass its own engine); ``context``: the
     model's context length in tokens (None: no limit checked)."""
-    from mcoder.rollout.problems import count_problems, iter_problems
+    from mcoder.rollout.problems import spooled_stdin
 
     cfg.validate()
+    with spooled_stdin(cfg.problems) as problems:  # read more than once: '-' is spooled to a file
+        return _predict(cfg, str(problems), engine, tokenizer, context)
+
+
+def _predict(cfg: PredictConfig, problems: str, engine, tokenizer, context: int | None) -> PredictSummary:
+    from mcoder.rollout.problems import count_problems, iter_problems
+
     inputs = {"problems": cfg.problems}
     if engine is None:
         inputs |= {"model": cfg.model, "adapter": cfg.adapter}
@@ -130,14 +137,14 @@ def predict(cfg: PredictConfig, engine=None, tokenizer=None, context: int | None
         if claim.finished:
             console.info(claim.finished_message)
             return summary
-        total = count_problems(cfg.problems, cfg.limit)  # bad input fails here, before a model loads
+        total = count_problems(problems, cfg.limit)  # bad input fails here, before a model loads
         if engine is None:
             engine, tokenizer, context = _make_engine(cfg)
         with RecordWriter(cfg.out, "problem_id", resume=claim.resume) as writer:
             summary.resumed = writer.resumed
             if writer.resumed:
                 console.info(f"resuming {cfg.out}: {writer.resumed} problems already rated")
-            todo = (p for _, p in iter_problems(cfg.problems, cfg.limit) if p.id not in writer.done)
+            todo = (p for _, p in iter_problems(problems, cfg.limit) if p.id not in writer.done)
             bar = console.progress()
             with bar:
                 task = bar.add_task("predict", total=total - writer.resumed)
