@@ -29,15 +29,22 @@ NUM_PERM = 128
 MINHASH_SEED = 1
 
 
-@functools.lru_cache(maxsize=4096)  # dedup, decontamination and special judge all read each statement
+# Special judge, dedup and decontamination each read every statement's words, one stage after
+# another. The normalised text is cached as one string (about the statement's size; a tuple of
+# word objects would be several times that) for as many statements as a large build holds:
+# with a cache smaller than the set, each stage normalised every statement again.
+@functools.lru_cache(maxsize=1 << 16)
+def normalise(text: str) -> str:
+    """The statement as normalised words (NFKC, lower case, no LaTeX commands) joined by spaces."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(_WORD.findall(_LATEX_COMMAND.sub(" ", text)))
+
+
+@functools.lru_cache(maxsize=256)  # a step reads one statement's words several times in a row
 def words(text: str) -> tuple[str, ...]:
     """The statement as normalised words."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    return tuple(_WORD.findall(_LATEX_COMMAND.sub(" ", text)))
-
-
-def normalise(text: str) -> str:
-    return " ".join(words(text))
+    n = normalise(text)
+    return tuple(n.split(" ")) if n else ()
 
 
 def _digest(text: str) -> str:
