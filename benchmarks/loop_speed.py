@@ -19,6 +19,7 @@ Models: ``--shape`` (mcoder.testing: a real Qwen3 architecture with random weigh
 
     .venv-vllm/bin/python benchmarks/loop_speed.py [--shape qwen3-0.6b --layers 2] [--steps 3]
         [--cases hf-full,hf-lora,vllm-full,vllm-lora] [--sync-models tiny,qwen3-0.6b:1,qwen3-0.6b:2]
+        (a case ending in -off1, e.g. vllm-full-off1, runs the loop with --off-policy 1)
     .venv-vllm/bin/python benchmarks/loop_speed.py --smoke      # the tiny model, 2 steps (CI)
 
 ``--sample-tokens L`` adds vLLM's sampling speed alone at L tokens (benchmarks/gpu_check.sh).
@@ -72,7 +73,7 @@ def _peak() -> dict:
 # ---------------------------------------------------------------- one case, in its own process
 
 
-def loop_case(model: Path, engine: str, lora: bool, a) -> dict:
+def loop_case(model: Path, engine: str, lora: bool, a, off_policy: int = 0) -> dict:
     from mcoder.judge.config import JudgeConfig
     from mcoder.loop.config import LoopConfig
     from mcoder.loop.loop import run_loop
@@ -85,7 +86,7 @@ def loop_case(model: Path, engine: str, lora: bool, a) -> dict:
         run = Path(tmp) / "run"
         cfg = LoopConfig(
             model=str(model), problems=PROBLEMS, run_dir=run, steps=a.steps,
-            train_batch_size=a.problems, engine=engine, train=train,
+            train_batch_size=a.problems, engine=engine, train=train, off_policy=off_policy,
             sampling=SamplingConfig(n=a.n, max_tokens=a.max_tokens, temperature="1.0"),
             judge=JudgeConfig(workers=a.judge_workers, unsafe_no_sandbox=a.unsafe_no_sandbox),
         )  # fmt: skip
@@ -177,16 +178,19 @@ def loop_table(model: Path, label: str, a) -> None:
     print(f"\nloop step on {label}: {a.problems} problems x G={a.n}, {a.max_tokens} tokens, "
           f"means over steps 2..{a.steps} (seconds)")  # fmt: skip
     head = (
-        f"{'case':<10} {'sample':>8} {'judge':>8} {'hidden':>8} {'update':>8} {'sync':>8} {'step':>8} "
+        f"{'case':<15} {'sample':>8} {'judge':>8} {'hidden':>8} {'update':>8} {'sync':>8} {'step':>8} "
         f"{'tok/s':>8} {'start':>7} {'RSS GB':>7}"
     )
     print(head)
     print("-" * len(head))
     for case in a.cases.split(","):
-        engine, _, mode = case.partition("-")
-        r = _in_subprocess("loop", model=str(model), engine=engine, lora=mode == "lora", args=vars(a))
+        engine, mode, *off = case.split("-")  # e.g. vllm-full, or vllm-full-off1 (--off-policy 1)
+        off_policy = int(off[0].removeprefix("off")) if off else 0
+        r = _in_subprocess(
+            "loop", model=str(model), engine=engine, lora=mode == "lora", off_policy=off_policy, args=vars(a)
+        )
         print(
-            f"{case:<10} {r['time/rollout']:>8.2f} {r['time/judge']:>8.2f} {r['time/judge_hidden']:>8.2f} "
+            f"{case:<15} {r['time/rollout']:>8.2f} {r['time/judge']:>8.2f} {r['time/judge_hidden']:>8.2f} "
             f"{r['time/update']:>8.2f} "
             f"{r['time/sync']:>8.2f} {r['step']:>8.2f} {r['rollout_tokens_per_s']:>8.0f} {r['start']:>7.1f} "
             f"{r['peak_rss_gb']:>7.2f}",
@@ -249,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             setattr(a, k, v)
         model = Path(c["model"])
         if c["kind"] == "loop":
-            r = loop_case(model, c["engine"], c["lora"], a)
+            r = loop_case(model, c["engine"], c["lora"], a, c.get("off_policy", 0))
         else:
             r = sync_case(model, a) if c["kind"] == "sync" else sample_case(model, a)
         print(json.dumps(r))

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from mcoder.cli.app import app
 from mcoder.config import field_docs
+from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.rollout.sampling import SamplingConfig
@@ -214,7 +215,6 @@ def test_a_bad_choice_is_refused_by_the_config_whoever_builds_it():
     r = CliRunner().invoke(app, ["train", "--loop", "-m", "x", "-p", "p", "--run-dir", "r", "--steps", "1",
                                  "--loss-agg", "mean"])  # fmt: skip
     assert r.exit_code == 2 and "--loss-agg" in r.stderr and "token, sequence, constant" in r.stderr
-    from mcoder.errors import UsageError
 
     with pytest.raises(UsageError, match="--engine"):
         LoopConfig(model="m", problems=Path("p"), run_dir=Path("r"), engine="tgi").validate()  # type: ignore[arg-type]
@@ -308,7 +308,9 @@ def test_judging_starts_while_the_engine_still_samples_and_changes_no_record(tin
     engine = HFEngine(trainer.model, trainer.tokenizer, batch_size=2)  # one group a batch
     share = problems(4)
     with Judge(cfg.judge) as judge:
-        part = sample_and_judge_part(cfg, share, engine, judge, trainer, 1.0, seed=11)
+        part = sample_and_judge_part(
+            cfg, share, engine, judge, trainer.tokenizer, 1.0, 11, trainer.policy_version
+        )
         whole = make_rollouts(
             share, engine, trainer.tokenizer, n=2, max_tokens=24, temperature=1.0, seed=11,
             model_name=cfg.model, policy_version=trainer.policy_version,
@@ -321,3 +323,29 @@ def test_judging_starts_while_the_engine_still_samples_and_changes_no_record(tin
     ]
     assert part.groups == 4 and part.sample_s > 0
     assert 0 < part.hidden_s <= part.judge_s, "the first groups were judged while the engine sampled"
+
+
+# ---------------------------------------------------------------- one step off-policy
+
+
+@pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_off_policy_samples_the_next_step_while_this_one_trains(tiny_model, tmp_path, nproc):
+    """--off-policy 1: step k+1's batch is sampled (and judged) while step k trains, from the
+    policy before step k's update; the update's π_old is what the sampler recorded. Under
+    torchrun the sampling thread gathers over a process group of its own, beside the trainer's."""
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    r = _loop(tiny_model, run, "--off-policy", "1", steps=3, nproc=nproc)
+    assert r.returncode == 0, r.stderr[-3000:]
+    versions = [
+        {x["policy_version"] for x in _records(run / f"step_{s:04d}" / "rollouts.jsonl")} for s in (1, 2, 3)
+    ]
+    assert versions == [{0}, {0}, {1}], "steps 2 and 3 sampled from the policy one update behind"
+    metrics = _records(run / "metrics.jsonl")
+    assert [m["step"] for m in metrics] == [1, 2, 3]
+    assert "time/sample_wait" not in metrics[0] and all(m["time/sample_wait"] >= 0 for m in metrics[1:])
+    with pytest.raises(UsageError, match="--recompute-old-logprobs"):
+        LoopConfig(
+            model="m", problems=Path("p"), run_dir=Path("r"), off_policy=1,
+            train=TrainConfig(recompute_old_logprobs=True),
+        ).validate()  # fmt: skip

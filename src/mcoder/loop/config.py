@@ -51,6 +51,8 @@ class LoopConfig:
     """vllm: GPUs each rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine per process)."""
     vllm_sleep: bool = True
     """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
+    off_policy: int = 0
+    """Steps the sampling policy may trail the trained one: 1 samples step k+1 while step k trains (π_old: the recorded sampling log-probs)."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
@@ -70,6 +72,7 @@ class LoopConfig:
         self.train.validate()
         if self.engine == "vllm" and self.train.lora_rank <= 0:
             self._check_full_vllm()
+        self._check_off_policy()
         return self
 
     def _check_full_vllm(self) -> None:
@@ -80,6 +83,25 @@ class LoopConfig:
                 "full fine-tuning with --engine vllm samples on one GPU (--tensor-parallel-size 1)",
                 hint="the new weights are streamed into one engine per process; use "
                 "--tensor-parallel-size 1, or LoRA (--lora-rank R) for a tensor-parallel engine",
+            )
+
+    def _check_off_policy(self) -> None:
+        """One step off-policy: the batch of step k+1 is sampled from the policy before step k's
+        update, so its π_old can only be what the sampler recorded."""
+        if self.off_policy not in (0, 1):
+            raise UsageError("--off-policy is 0 or 1", hint=f"got {self.off_policy}")
+        if not self.off_policy:
+            return
+        if self.train.recompute_old_logprobs:
+            raise UsageError(
+                "--off-policy 1 takes π_old from the sampling log-probs; --recompute-old-logprobs "
+                "would take the policy of the update instead",
+                hint="drop one of the two",
+            )
+        if self.engine == "vllm" and self.train.lora_rank > 0:
+            raise UsageError(
+                "--off-policy 1 with --engine vllm needs full fine-tuning for now",
+                hint="the LoRA engine takes each step's adapter while it samples; use --lora-rank 0 or --engine hf",
             )
 
     def settings(self) -> dict[str, Any]:

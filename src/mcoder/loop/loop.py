@@ -1,12 +1,15 @@
 """`mcoder train --loop`: rollout -> judge -> update, step after step.
 
 One loop for one process and for torchrun alike. Reads top to bottom in the order things happen;
-what only the main process does (sampling, judging, writing files, printing) sits behind one
-flag, ``main`` (rank 0 under torchrun, always true in one process), as nanoGPT's
-``master_process``. Under torchrun every rank samples and judges its share of the step's
-problem groups with its own engine and the batch is gathered on every rank (loop/sample_judge.py:
-the files do not depend on the split); every rank prepares the whole batch (advantages per group
-over the full batch) and trains on its share of the groups (train/distributed.py). Every step leaves the files the single-stage commands would
+what only the main process does (writing files, printing) sits behind one flag, ``main`` (rank 0
+under torchrun, always true in one process), as nanoGPT's ``master_process``. Under torchrun
+every rank samples and judges its share of the step's problem groups with its own engine and
+the batch is gathered on every rank (loop/sample_judge.py: the files do not depend on the
+split); every rank prepares the whole batch (advantages per group over the full batch) and
+trains on its share of the groups (train/distributed.py). With ``--off-policy 1`` the next
+step's batch is sampled and judged in a thread while this step trains (from the policy before
+this step's update: one step behind, its π_old the recorded sampling log-probs); a resumed run
+samples its first step afresh. Every step leaves the files the single-stage commands would
 have written (loop/run_folder.py), so any step can be replayed or inspected alone.
 
 Killed and rerun with the same command, it continues after the last checkpointed step; steps
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +58,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
-    from mcoder.train.distributed import barrier, broadcast_result, make_trainer, world_size
+    from mcoder.train.distributed import barrier, broadcast_result, make_trainer, side_group, world_size
 
     tcfg = cfg.train
 
@@ -89,23 +93,43 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         )
 
     sync_s = 0.0  # bringing the engines to the policy: the last step's hand-over + this step's sync
-    with Judge(judge_share(cfg.judge)) as judge:  # each rank's judge has its share of the cores
+    ahead = None  # --off-policy 1: the next step's batch, sampled and judged while this step trains
+    side = side_group() if cfg.off_policy else None  # that thread's collectives, apart from the trainer's
+    with (
+        Judge(judge_share(cfg.judge)) as judge,  # each rank's judge has its share of the cores
+        ThreadPoolExecutor(1, thread_name_prefix="sample-ahead") as sampling,
+    ):
         for step in range(first_step, cfg.steps + 1):
-            # 1-2. rollout and judge (every rank its share of the groups), from the policy as it is now
+            # 1-2. rollout and judge (every rank its share of the groups)
             step_t0 = time.perf_counter()
+            if ahead is not None:  # sampled from the policy before the last update, while that update ran
+                rollouts, verdicts, timing = ahead.result()
+                timing["time/sample_wait"] = time.perf_counter() - step_t0
             if step > first_step:
                 t0 = time.perf_counter()
                 sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
                 sync_s += time.perf_counter() - t0
-            T = broadcast_result(lambda step=step: temperature(step))  # measured by rank 0 at a stage's start
-            rollouts, verdicts, timing = sample_and_judge(cfg, step, problems, sampler, judge, trainer, T)
+            if ahead is None:  # on-policy: from the policy as it is now
+                # T: measured by rank 0 at a stage's start
+                T = broadcast_result(lambda step=step: temperature(step))
+                rollouts, verdicts, timing = sample_and_judge(
+                    cfg, step, problems, sampler, judge, trainer, T, trainer.policy_version
+                )
+            ahead = None
+            if cfg.off_policy and step < cfg.steps:
+                T = broadcast_result(lambda step=step: temperature(step + 1))
+                version = trainer.policy_version  # the engine's policy: this step's update has not run
+                args = (cfg, step + 1, problems, sampler, judge, trainer, T, version, side)
+                ahead = sampling.submit(sample_and_judge, *args)
             if main:
                 run.write_step(step, "rollouts", "id", rollouts)
                 run.write_step(step, "verdicts", "rollout_id", verdicts)
 
-            # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile)
+            # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile,
+            # unless it samples the next step)
             t0 = time.perf_counter()
-            sampler.before_update()
+            if ahead is None:
+                sampler.before_update()
             metrics = trainer.train_on_batch(rollouts, {v.rollout_id: v for v in verdicts})
             update_s = time.perf_counter() - t0
             if main:

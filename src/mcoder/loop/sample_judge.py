@@ -49,36 +49,41 @@ class Round:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def sample_and_judge(cfg, step: int, problems: list[Problem], sampler, judge, trainer, T: float):
+def sample_and_judge(
+    cfg, step: int, problems: list[Problem], sampler, judge, trainer, T: float, version: int, group=None
+):
     """This step's batch on every rank: ``train_batch_size`` problems (G samples each), judged,
-    topped up by dynamic sampling. Every rank calls this with the same arguments; returns the
-    batch's rollouts and verdicts (in batch order) and the step's timing metrics."""
+    topped up by dynamic sampling, from the engine's policy (``version``: its number of updates).
+    Every rank calls this with the same arguments (``group``: the process group to gather over);
+    returns the batch's rollouts and verdicts (in batch order) and the step's timing metrics."""
     from mcoder.train.distributed import world_size
 
     rng = random.Random(cfg.train.seed * 1_000_003 + step)  # the same draws on every rank
     batch = rng.sample(problems, min(cfg.train_batch_size, len(problems)))
-    parts = [_round(cfg, batch, sampler, judge, trainer, T, seed=cfg.train.seed + step)]
+
+    def round_of(problems: list[Problem], seed: int):
+        return _round(cfg, problems, sampler.engine, judge, trainer.tokenizer, T, seed, version, group)
+
+    parts = [round_of(batch, cfg.train.seed + step)]
     rounds = 0
     while (more := _top_up(cfg, rng, problems, parts, rounds)) is not None:
         rounds += 1
-        parts.append(
-            _round(cfg, more, sampler, judge, trainer, T, seed=cfg.train.seed + step + 7919 * rounds)
-        )
+        parts.append(round_of(more, cfg.train.seed + step + 7919 * rounds))
     rollouts = [r for p in parts for r in p[0]]
     verdicts = [v for p in parts for v in p[1]]
     # the step waits for its slowest rank: its times are the step's
-    mine = [Round() for _ in range(world_size())]
+    ranks = [Round() for _ in range(world_size())]
     for _, _, per_rank in parts:
-        for total, r in zip(mine, per_rank, strict=True):
+        for total, r in zip(ranks, per_rank, strict=True):
             total.add(r)
-    slow = max(mine, key=lambda r: r.sample_s + r.judge_s - r.hidden_s)
+    slow = max(ranks, key=lambda r: r.sample_s + r.judge_s - r.hidden_s)
     timing = {
         "time/rollout": slow.sample_s,
         "time/judge": slow.judge_s,
         "time/judge_hidden": slow.hidden_s,
-        "rollout_tokens_per_s": sum(r.tokens for r in mine) / max(slow.sample_s, 1e-9),
+        "rollout_tokens_per_s": sum(r.tokens for r in ranks) / max(slow.sample_s, 1e-9),
         "resample_rounds": rounds,
-        **{f"rollout/rank{i}_groups": r.groups for i, r in enumerate(mine)},
+        **{f"rollout/rank{i}_groups": r.groups for i, r in enumerate(ranks)},
     }
     return rollouts, verdicts, timing
 
@@ -99,14 +104,14 @@ def _top_up(cfg, rng, problems, parts, rounds: int) -> list[Problem] | None:
     return rng.sample(unused, min(cfg.train_batch_size - useful, len(unused)))
 
 
-def _round(cfg, batch: list[Problem], sampler, judge, trainer, T: float, seed: int):
+def _round(cfg, batch: list[Problem], engine, judge, tokenizer, T: float, seed: int, version: int, group):
     """One sampling round over ``batch``: this rank's groups sampled and judged, every rank's
     gathered. Returns (rollouts, verdicts) in batch order and each rank's ``Round``."""
     from mcoder.train.distributed import gather_results, rank, world_size
 
     mine = batch[rank() :: world_size()]
     per_rank: list[Round] = gather_results(
-        lambda: sample_and_judge_part(cfg, mine, sampler.engine, judge, trainer, T, seed)
+        lambda: sample_and_judge_part(cfg, mine, engine, judge, tokenizer, T, seed, version), group
     )
     order = {p.id: i for i, p in enumerate(batch)}
     rollouts = sorted(
@@ -121,7 +126,9 @@ def _round(cfg, batch: list[Problem], sampler, judge, trainer, T: float, seed: i
     return rollouts, verdicts, light
 
 
-def sample_and_judge_part(cfg, problems: list[Problem], engine, judge, trainer, T: float, seed: int) -> Round:
+def sample_and_judge_part(
+    cfg, problems: list[Problem], engine, judge, tokenizer, T: float, seed: int, version: int
+) -> Round:
     """Sample ``problems`` (G each) with ``engine`` and judge each group once it is sampled, the
     judging in a thread beside the engine. The rollouts come in ``problems`` order."""
     from mcoder.prompts import render_prompt
@@ -130,8 +137,7 @@ def sample_and_judge_part(cfg, problems: list[Problem], engine, judge, trainer, 
     out = Round(groups=len(problems))
     if not problems:
         return out
-    version = trainer.policy_version
-    prompts = [render_prompt(p, trainer.tokenizer) for p in problems]
+    prompts = [render_prompt(p, tokenizer) for p in problems]
     seeds = [problem_seed(seed, p.id, version) for p in problems]
     by_id = {p.id: p for p in problems}
     groups: dict[int, list[Rollout]] = {}
@@ -146,7 +152,7 @@ def sample_and_judge_part(cfg, problems: list[Problem], engine, judge, trainer, 
             seed=seeds,
         )
         for i, group in stream:
-            groups[i] = _records(cfg, problems[i], prompts[i], group, trainer, T, seed)
+            groups[i] = _records(cfg, problems[i], prompts[i], group, tokenizer, T, seed, version)
             judging.add(groups[i])
         sampled = time.perf_counter()
         verdicts = judging.finish()
@@ -160,7 +166,9 @@ def sample_and_judge_part(cfg, problems: list[Problem], engine, judge, trainer, 
     return out
 
 
-def _records(cfg, problem: Problem, prompt, group, trainer, T: float, seed: int) -> list[Rollout]:
+def _records(
+    cfg, problem: Problem, prompt, group, tokenizer, T: float, seed: int, version: int
+) -> list[Rollout]:
     """One sampled group as Rollout records, built by ``make_rollouts`` (the one place that
     knows a rollout's fields) from the group the engine already returned."""
     from mcoder.rollout.sample import make_rollouts
@@ -168,13 +176,13 @@ def _records(cfg, problem: Problem, prompt, group, trainer, T: float, seed: int)
     return make_rollouts(
         [problem],
         _Sampled(group),
-        trainer.tokenizer,
+        tokenizer,
         n=cfg.sampling.n,
         max_tokens=cfg.sampling.max_tokens,
         temperature=T,
         seed=seed,
         model_name=cfg.model,
-        policy_version=trainer.policy_version,
+        policy_version=version,
         prompts=[prompt],
     )
 

@@ -8,9 +8,10 @@ rank after the update and save).
 
 - ``LivePolicy`` (hf, one process): the engine samples from the trainer's own model object,
   always on-policy, nothing to send.
-- ``SyncedCopy`` (hf, torchrun): generation from the sharded policy would make every token a
-  collective all ranks join in lockstep; each rank keeps an unsharded copy instead, refreshed
-  from the gathered weights (one tensor at a time) before each rollout, and samples its share.
+- ``SyncedCopy`` (hf, torchrun or ``--off-policy 1``): generation from the sharded policy would
+  make every token a collective all ranks join in lockstep (and off-policy, the next batch is
+  sampled while the policy trains); each rank keeps an unsharded copy instead, refreshed from
+  the gathered weights (one tensor at a time) before each rollout, and samples its share.
 - ``VLLMAdapter`` (vllm, LoRA): a separate engine on the base model (one per rank); each
   step's adapter is written to RUN/adapters/step_NNNN and every engine is pointed at it (a new
   LoRA id makes vLLM load it on the next request); the base model stays loaded, no restart.
@@ -56,7 +57,7 @@ def make_sampler(cfg, start: str, trainer, adapters: Path) -> Sampler:
         if cfg.train.lora_rank > 0:
             return VLLMAdapter(cfg, start, trainer, adapters)
         return VLLMFull(cfg, start, trainer)
-    if world_size() > 1:
+    if world_size() > 1 or cfg.off_policy:  # (off-policy: the copy samples while the policy trains)
         return SyncedCopy(start, trainer)
     return LivePolicy(trainer)
 

@@ -114,10 +114,11 @@ def broadcast_result(fn):
     return result
 
 
-def gather_results(fn) -> list:
+def gather_results(fn, group=None) -> list:
     """``fn()`` on every rank; every rank's result, in rank order, on every rank. An error on any
     rank is raised on every rank (none waits forever on a collective a failed rank never
-    reaches). In one process: ``[fn()]``."""
+    reaches). ``group``: the process group to gather over (``side_group()`` from a thread that
+    runs beside the trainer's collectives). In one process: ``[fn()]``."""
     if not dist.is_initialized():
         return [fn()]
     result, error = None, None
@@ -126,11 +127,21 @@ def gather_results(fn) -> list:
     except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
         error = e
     box: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(box, (result, error))
+    dist.all_gather_object(box, (result, error), group=group)
     for _, e in box:
         if e is not None:
             raise e
     return [r for r, _ in box]
+
+
+def side_group():
+    """A second process group over all ranks (gloo), for collectives made by a thread while the
+    main thread's collectives (the trainer's) run: collectives of one group must come in the
+    same order on every rank, which two threads sharing a group cannot promise. Every rank must
+    call this, at the same point. None in one process."""
+    if not dist.is_initialized():
+        return None
+    return dist.new_group(backend="gloo")
 
 
 def make_trainer(model_path: str, cfg: TrainConfig) -> Trainer:
