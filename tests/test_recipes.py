@@ -55,9 +55,13 @@ def test_recipe_parses_and_has_usage(name, tmp_path):
     assert "unknown argument --no-such-flag" in bad.stderr
 
 
-def test_learn_problems_are_reproducible(tmp_path):
+FAMILIES = ("learn", "long")  # examples/learn (one expression) and examples/long (2 to 4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_problems_are_reproducible(tmp_path, family):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "learn" / "make_problems.py"), "--out", str(tmp_path)],
+        [sys.executable, str(ROOT / "examples" / family / "make_problems.py"), "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         check=False,
@@ -65,23 +69,29 @@ def test_learn_problems_are_reproducible(tmp_path):
     assert done.returncode == 0, done.stderr
     for split in ("train", "heldout"):
         assert (tmp_path / f"{split}.jsonl").read_bytes() == (
-            ROOT / "examples" / "learn" / f"{split}.jsonl"
+            ROOT / "examples" / family / f"{split}.jsonl"
         ).read_bytes()
 
 
-def test_learn_splits_share_no_expression():
-    learn = ROOT / "examples" / "learn"
-    train = {p.meta["expression"] for p in read_records(learn / "train.jsonl", Problem)}
-    heldout = {p.meta["expression"] for p in read_records(learn / "heldout.jsonl", Problem)}
-    assert len(train) >= 200 and len(heldout) >= 80
+def expressions_of(problem: Problem) -> list[str]:
+    return problem.meta.get("expressions") or [problem.meta["expression"]]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_splits_share_no_expression(family):
+    folder = ROOT / "examples" / family
+    train = {e for p in read_records(folder / "train.jsonl", Problem) for e in expressions_of(p)}
+    heldout = {e for p in read_records(folder / "heldout.jsonl", Problem) for e in expressions_of(p)}
+    assert len(train) >= 150 and len(heldout) >= 80
     assert not train & heldout
 
 
-def test_learn_reference_solutions_pass_the_judge(tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_reference_solutions_pass_the_judge(tmp_path, family):
     """Expected outputs come from eval() in the generator: the judge must agree with them."""
-    learn = ROOT / "examples" / "learn"
+    folder = ROOT / "examples" / family
     problems = tmp_path / "problems.jsonl"
-    problems.write_bytes((learn / "train.jsonl").read_bytes() + (learn / "heldout.jsonl").read_bytes())
+    problems.write_bytes((folder / "train.jsonl").read_bytes() + (folder / "heldout.jsonl").read_bytes())
     rollouts = tmp_path / "rollouts.jsonl"
     with rollouts.open("w") as f:
         for p in read_records(problems, Problem):
