@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -113,8 +114,8 @@ def pass_counts(verdicts: Path) -> tuple[int, int, int]:
     return len(by), sum(1 for n in by.values() if n), passed
 
 
-def scores_summary(path: Path) -> dict:
-    recs = [json.loads(line) for line in path.read_text().splitlines()]
+def scores_summary(path: Path | None) -> dict:
+    recs = [json.loads(line) for line in path.read_text().splitlines()] if path else []
     ok = [r["score"] for r in recs if r["status"] == "ok"]
     return {
         "problems": len(recs),
@@ -136,15 +137,15 @@ def main() -> None:
         "--learn-problems", type=int, default=64, help="examples/learn problems rated and measured"
     )
     ap.add_argument("--n", type=int, default=8, help="samples per problem for the pass rates (G)")
-    ap.add_argument("--real-solve", type=int, default=24, help="real problems the reasoning model tries")
-    ap.add_argument("--real-predict", type=int, default=8, help="real problems the predictor rates")
+    ap.add_argument("--real-solve", type=int, default=12, help="real problems the reasoning model tries")
+    ap.add_argument("--real-predict", type=int, default=4, help="real problems the predictor rates")
     ap.add_argument("--max-tokens", type=int, default=48, help="tokens of one rating")
     ap.add_argument("--heldout-share", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     if not SHARED.is_dir():
         raise SystemExit(f"the real problem sets are not at {SHARED} (set MCODER_SHARED_DATA)")
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # on a busy machine 2 threads are many times slower
     out = args.out.resolve()
     (out / "real").mkdir(parents=True, exist_ok=True)
     (out / "learn").mkdir(parents=True, exist_ok=True)
@@ -187,10 +188,12 @@ def main() -> None:
 
     # 3. the predictor on real problems
     start = time.time()
-    rate = sample_lines(real, out / "real" / "rate.jsonl", args.real_predict, args.seed + 1)
-    sh(mcoder("dataset", "difficulty", "predict", "-p", rate, "-m", pred_model, "-o", out / "real" / "scores.jsonl",
-              "--engine", "hf", "--max-tokens", args.max_tokens, "--batch-size", 8, "--retries", 1, "-q"), log)  # fmt: skip
-    real_scores = scores_summary(out / "real" / "scores.jsonl")
+    real_scores = scores_summary(None)
+    if args.real_predict:  # long statements: about a minute per problem on a busy 2-core CPU
+        rate = sample_lines(real, out / "real" / "rate.jsonl", args.real_predict, args.seed + 1)
+        sh(mcoder("dataset", "difficulty", "predict", "-p", rate, "-m", pred_model, "-o", out / "real" / "scores.jsonl",
+                  "--engine", "hf", "--max-tokens", args.max_tokens, "--batch-size", 8, "--retries", 1, "-q"), log)  # fmt: skip
+        real_scores = scores_summary(out / "real" / "scores.jsonl")
     lap("real_predict", start)
 
     # 4. the ranking figure on examples/learn
@@ -221,54 +224,61 @@ def main() -> None:
     sh(mcoder("dataset", "difficulty", "predict", "-p", learn, "-m", pred_model, "-o", out / "learn" / "scores.jsonl",
               "--engine", "hf", "--max-tokens", args.max_tokens, "--batch-size", 32, "--retries", 1, "-q"), log)  # fmt: skip
     lap("learn_predict", start)
-    cal = out / "learn" / "calibration.json"
-    sh(mcoder("dataset", "difficulty", "calibrate", "-s", out / "learn" / "scores.jsonl", "--verdicts",
-              out / "learn" / "verdicts.jsonl", "-o", cal, "--heldout-share", args.heldout_share,
-              "--seed", args.seed, "-q"), log)  # fmt: skip
-    calibration = json.loads(cal.read_text())
-    sel = out / "learn" / "selected.jsonl"
-    sh(mcoder("dataset", "difficulty", "select", "-p", learn, "-s", out / "learn" / "scores.jsonl", "-c", cal,
-              "-o", sel, "--easy-share", 0.2, "-q"), log)  # fmt: skip
-    kept = [json.loads(line) for line in sel.read_text().splitlines()]
-    before = [json.loads(line) for line in learn.read_text().splitlines()]
-    scored = sum(
-        1
-        for s in map(json.loads, (out / "learn" / "scores.jsonl").read_text().splitlines())
-        if s["status"] == "ok"
-    )
-    easy_before = sum(
-        1 for s in map(json.loads, (out / "learn" / "scores.jsonl").read_text().splitlines())
-        if s["status"] == "ok" and _easy(calibration["points"], s["score"])
-    )  # fmt: skip
-    easy_after = sum(k["meta"]["difficulty_class"] == "easy" for k in kept)
-    measured = pass_counts(out / "learn" / "verdicts.jsonl")
+    llm = scores_summary(out / "learn" / "scores.jsonl")
+    learn_dir = out / "learn"
+    feature_scores(learn, learn_dir / "feature-scores.jsonl")
+    measured = pass_counts(learn_dir / "verdicts.jsonl")
     results = {
-        "predictor": str(pred_model.name if not args.predictor else args.predictor),
+        "predictor": str(args.predictor or pred_model.name),
         "reasoning_model": "warm-started tiny model of examples/learn",
-        "real": {
-            "problems": sum(1 for _ in real.open()),
-            "tried": real_solved[0],
-            "solved_any": real_solved[1],
-            "passed_samples": real_solved[2],
-            "rated": real_scores,
-        },
-        "learn": {
-            "problems": len(before),
-            "with_a_pass": measured[1],
-            "passed_samples": measured[2],
-            "scores": scores_summary(out / "learn" / "scores.jsonl"),
-            "heldout": calibration["heldout"],
-            "train": calibration["train"],
-            "points": calibration["points"],
-            "kept": len(kept),
-            "scored": scored,
-            "easy_before": easy_before,
-            "easy_after": easy_after,
-        },
+        "real": {"problems": sum(1 for _ in real.open()), "tried": real_solved[0], "solved_any": real_solved[1],
+                 "passed_samples": real_solved[2], "rated": real_scores},
+        "learn": {"problems": args.learn_problems, "with_a_pass": measured[1], "passed_samples": measured[2],
+                  "samples": args.n, "llm_scores": llm,
+                  "llm": ranking(learn, learn_dir / "scores.jsonl", learn_dir / "llm", args, log) if llm["ok"] >= 4 else None,
+                  "features": ranking(learn, learn_dir / "feature-scores.jsonl", learn_dir / "features", args, log)},
         "seconds": seconds | {"total": round(time.time() - t0, 1)},
-    }
+    }  # fmt: skip
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     show(results)
+
+
+FEATURE = re.compile(r"[-+*/%]|\b(?:max|min|abs)\b|\d+")
+
+
+def feature_scores(problems: Path, out: Path) -> None:
+    """A stand-in rater that is not a model: 1 + the operators, functions and numbers of the
+    statement's last sentence (the expression E of "Read two integers a and b. Print E."), at most
+    10, in the scores format of `predict`. It shows calibrate and select on measured pass rates; it
+    says nothing about how well a model rates."""
+    rows = []
+    for line in problems.read_text().splitlines():
+        p = json.loads(line)
+        last = p["question"].strip().rstrip(".").split(". ")[-1]
+        score = float(min(10, 1 + len(FEATURE.findall(last))))
+        rows.append({"schema": 1, "problem_id": p["id"], "status": "ok", "scores": {"features": score},
+                     "score": score, "attempts": 1, "error": None, "answer": "", "model": "features"})  # fmt: skip
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def ranking(problems: Path, scores: Path, out: Path, args, log: Path) -> dict:
+    """calibrate (held-out figures) and select --easy-share 0.2 on one scores file."""
+    out.mkdir(exist_ok=True)
+    cal, sel = out / "calibration.json", out / "selected.jsonl"
+    sh(mcoder("dataset", "difficulty", "calibrate", "-s", scores, "--verdicts", out.parent / "verdicts.jsonl",
+              "-o", cal, "--heldout-share", args.heldout_share, "--seed", args.seed, "-q"), log)  # fmt: skip
+    calibration = json.loads(cal.read_text())
+    sh(mcoder("dataset", "difficulty", "select", "-p", problems, "-s", scores, "-c", cal, "-o", sel,
+              "--easy-share", 0.2, "-q"), log)  # fmt: skip
+    kept = [json.loads(line) for line in sel.read_text().splitlines()]
+    rated = [json.loads(line) for line in scores.read_text().splitlines()]
+    ok = [r for r in rated if r["status"] == "ok"]
+    return {
+        "heldout": calibration["heldout"], "train": calibration["train"], "points": calibration["points"],
+        "problems": len(rated), "scored": len(ok), "kept": len(kept),
+        "easy_before": sum(_easy(calibration["points"], r["score"]) for r in ok),
+        "easy_after": sum(k["meta"]["difficulty_class"] == "easy" for k in kept),
+    }  # fmt: skip
 
 
 def _easy(points, score: float, above: float = 0.7) -> bool:
@@ -278,25 +288,29 @@ def _easy(points, score: float, above: float = 0.7) -> bool:
 
 
 def show(r: dict) -> None:
-    real, learn, h = r["real"], r["learn"], r["learn"]["heldout"]
-    print(f"predictor: {r['predictor']}; reasoning model: {r['reasoning_model']}")
-    print(f"real sets: {real['problems']} problems; the reasoning model passed {real['passed_samples']} samples "
-          f"and solved {real['solved_any']} of {real['tried']} tried (4 samples each)")  # fmt: skip
-    rs = real["rated"]
-    print(f"real sets rated: {rs['ok']} of {rs['problems']} answers read ({rs['malformed']} malformed, "
-          f"{rs['too_long']} too long), {rs['distinct_scores']} distinct scores")  # fmt: skip
-    ls = learn["scores"]
-    print(f"examples/learn: {learn['problems']} problems, {learn['with_a_pass']} with a pass; rated {ls['ok']} "
-          f"({ls['malformed']} malformed), {ls['distinct_scores']} distinct scores")  # fmt: skip
-    print(f"held-out ({h['problems']} problems): Spearman {h['spearman']}, MAE {h['mae']} (constant {h['mae_constant']}), "
-          f"RMSE {h['rmse']}; raw-score Spearman {h['spearman_raw_score']}")  # fmt: skip
-
     def share(e: int, n: int) -> str:
         return f"{100 * e / n:.1f} %" if n else "-"
 
-    print(f"select --easy-share 0.2: kept {learn['kept']} of {learn['problems']} "
-          f"({share(learn['kept'], learn['problems'])}); easy share {share(learn['easy_before'], learn['scored'])} "
-          f"-> {share(learn['easy_after'], learn['kept'])}")  # fmt: skip
+    real, learn = r["real"], r["learn"]
+    print(f"predictor: {r['predictor']}; reasoning model: {r['reasoning_model']}")
+    print(f"real sets: {real['problems']} problems; the reasoning model solved {real['solved_any']} of "
+          f"{real['tried']} tried ({real['passed_samples']} samples passed of {4 * real['tried']})")  # fmt: skip
+    rs, ls = real["rated"], learn["llm_scores"]
+    for name, s in (("real sets", rs), ("examples/learn", ls)):
+        print(f"{name}: the predictor's answers read for {s['ok']} of {s['problems']} problems "
+              f"({s['malformed']} malformed, {s['too_long']} too long)")  # fmt: skip
+    print(f"examples/learn: {learn['problems']} problems x {learn['samples']} samples, "
+          f"{learn['with_a_pass']} with a pass")  # fmt: skip
+    for name in ("llm", "features"):
+        f = learn[name]
+        if f is None:
+            print(f"{name}: too few rated problems to calibrate")
+            continue
+        h = f["heldout"]
+        print(f"{name}: held-out ({h['problems']} problems) Spearman {h['spearman']}, MAE {h['mae']} "
+              f"(constant {h['mae_constant']}), RMSE {h['rmse']}; train Spearman {f['train']['spearman']}")  # fmt: skip
+        print(f"{name}: select --easy-share 0.2 kept {f['kept']} of {f['problems']} ({share(f['kept'], f['problems'])}); "
+              f"easy share {share(f['easy_before'], f['scored'])} -> {share(f['easy_after'], f['kept'])}")  # fmt: skip
     print(f"seconds: {r['seconds']}")
 
 
