@@ -1,7 +1,7 @@
 """How well does the calibrated difficulty prediction rank problems against measured pass rates?
 
     pip install gguf                                      # transformers reads the predictor's GGUF file with it
-    python benchmarks/difficulty_predict.py --out dp-run  # 15-20 minutes on a busy 2-core CPU
+    python benchmarks/difficulty_predict.py --out dp-run  # about 25 minutes on a busy 2-core CPU (the ratings: ~12 s each)
     python benchmarks/difficulty_predict.py --out dp-run --reasoning-model WARM_DIR   # reuse a warm start
 
 The predictor is a real instruct model that runs here: SmolLM2-135M-Instruct, which the PyPI
