@@ -126,6 +126,7 @@ Files written under $OUT/:
   run/temperature.json      the sampling temperature (with --temperature auto: the table D(T) it came from)
   run/step_NNNN/            each step's rollouts.jsonl, verdicts.jsonl, samples.jsonl
   run/metrics.jsonl         one line of training metrics per step
+  run/tensorboard/          the same metrics for TensorBoard: tensorboard --logdir $OUT
   run/checkpoint/           the trained policy
   plots/                    $(ls "$OUT/plots" | tr '\n' ' ')
 DONE
