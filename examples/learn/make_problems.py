@@ -92,16 +92,21 @@ def build() -> dict[str, list[Problem]]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE)
+def write_splits(splits: dict[str, list[Problem]], doc: str, folder: Path, argv: list[str] | None) -> int:
+    """The family's command line: write each split to OUT/<split>.jsonl (--out, default ``folder``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=folder)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    for split, problems in build().items():
+    for split, problems in splits.items():
         with RecordWriter(args.out / f"{split}.jsonl", "id", resume=False) as w:
             w.write_all(to_dict(p) for p in problems)
         print(f"{args.out / f'{split}.jsonl'}\t{len(problems)}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_splits(build(), __doc__, HERE, argv)
 
 
 if __name__ == "__main__":

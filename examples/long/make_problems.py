@@ -16,14 +16,12 @@ expressions that no train problem contains, so held-out pass@1 measures the fami
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import random
 import sys
 from pathlib import Path
 
-from mcoder.jsonl import RecordWriter
-from mcoder.records import Problem, Test, to_dict
+from mcoder.records import Problem, Test
 
 HERE = Path(__file__).resolve().parent
 SEED = 0
@@ -83,15 +81,7 @@ def build() -> dict[str, list[Problem]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE)
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for split, problems in build().items():
-        with RecordWriter(args.out / f"{split}.jsonl", "id", resume=False) as w:
-            w.write_all(to_dict(p) for p in problems)
-        print(f"{args.out / f'{split}.jsonl'}\t{len(problems)}")
-    return 0
+    return learn_family().write_splits(build(), __doc__, HERE, argv)
 
 
 if __name__ == "__main__":
