@@ -272,15 +272,17 @@ def save(args, rows: list[dict]) -> None:
     (args.out / "results.md").write_text("\n".join(md + [""] + summary_lines(rows)) + "\n")
 
 
-def load_rows(args) -> list[dict]:
+def load_rows(args, run_only: frozenset[str] | set[str] | None = None) -> list[dict]:
     """Rows of an earlier, interrupted run into the same --out with the same settings: a rerun
-    measures only what is missing. Different settings start over (the old results are kept aside)."""
+    measures only what is missing. Different settings start over (the old results are kept aside).
+    ``run_only``: the settings a rerun may change (default RUN_ONLY)."""
+    run_only = RUN_ONLY if run_only is None else run_only
     path = args.out / "results.json"
     if not path.exists():
         return []
     old = json.loads(path.read_text())
-    same = {k: v for k, v in old.get("config", {}).items() if k not in RUN_ONLY}
-    if same != {k: v for k, v in config_dict(args).items() if k not in RUN_ONLY}:
+    same = {k: v for k, v in old.get("config", {}).items() if k not in run_only}
+    if same != {k: v for k, v in config_dict(args).items() if k not in run_only}:
         path.rename(path.with_suffix(".json.old"))
         print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
         return []

@@ -269,26 +269,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def load_rows(args) -> list[dict]:
-    path = args.out / "results.json"
-    if not path.exists():
-        return []
-    old = json.loads(path.read_text())
-    keep = {"seeds", "arms", "jobs", "out"}
-    if {k: v for k, v in old.get("config", {}).items() if k not in keep} != {
-        k: v for k, v in proof.config_dict(args).items() if k not in keep
-    }:
-        path.rename(path.with_suffix(".json.old"))
-        print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
-        return []
-    return list(old.get("rows", []))
+# Settings that choose what to run, not how: a rerun may change them and keep earlier rows.
+RUN_ONLY = {"seeds", "arms", "jobs", "out"}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = load_rows(args)
+    rows = proof.load_rows(args, RUN_ONLY)
     t0 = time.perf_counter()
     # Warm starts first (one per seed), then every (seed, arm) run: --jobs of them side by side.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
