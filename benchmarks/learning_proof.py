@@ -349,8 +349,31 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def one_writer(out: Path, run) -> int:
+    """``run()`` while holding OUT's lock (``OUT.lock``, as every mcoder stage): a second run into
+    the same folder would delete the first one's run folders under it. It exits 2 at once instead."""
+    from mcoder.errors import UsageError
+    from mcoder.outputs import hold_lock
+
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = hold_lock(out)
+        lock.__enter__()
+    except UsageError as e:
+        print(f"{e}", file=sys.stderr)
+        return 2
+    try:
+        return run()
+    finally:
+        lock.__exit__(None, None, None)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    return one_writer(args.out, lambda: measure(args))
+
+
+def measure(args) -> int:
     # One math thread per process: on a busy 2-core machine two torch threads per process ran
     # the tiny model's forward/backward ~8x slower than one (thread contention), measured here.
     os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -275,6 +275,10 @@ RUN_ONLY = {"seeds", "arms", "jobs", "out"}
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    return proof.one_writer(args.out, lambda: measure(args))
+
+
+def measure(args) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     rows = proof.load_rows(args, RUN_ONLY)

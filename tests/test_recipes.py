@@ -338,3 +338,18 @@ def test_long_ablation_smoke_writes_its_tables_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert " train " not in again.stderr
     assert json.loads((out / "results.json").read_text())["rows"] == rows
+
+
+@pytest.mark.parametrize("script", ["learning_proof.py", "long_ablation.py"])
+def test_a_second_measurement_into_the_same_folder_exits_2_and_touches_nothing(tmp_path, script):
+    """Two runs into one --out would delete each other's run folders: the second waits for no one,
+    it exits 2 naming the lock's holder, before writing anything."""
+    from mcoder.outputs import hold_lock
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / script), "--out", str(out), "--smoke", "--seeds", "0"]
+    with hold_lock(out):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert str(os.getpid()) in done.stderr
+    assert list(out.iterdir()) == []
