@@ -1,15 +1,25 @@
 """Training speed and memory of one GRPO step: mcoder's trainer against TRL's GRPOTrainer.
 
-The same tiny Qwen3 model (mcoder.testing), the same fixed batch (P prompts x G completions of
-L tokens, each ended by EOS, rewards with variance in every group), the same settings (token-level
-loss, ε 0.2 / ε_high 0.28, β 0, T 1.0, one optimizer step over the whole batch, one forward of
-the whole batch). TRL gets the batch through its ``rollout_func`` hook, so neither side samples.
+The same model, the same fixed batch (P prompts x G completions of L tokens, each ended by EOS,
+rewards with variance in every group), the same settings (token-level loss, ε 0.2 / ε_high 0.28,
+β 0, T 1.0, one optimizer step over the whole batch, one forward of the whole batch, no gradient
+checkpointing: TRL's GRPOConfig turns it on by default, recomputing the forward in the backward
+to save memory, and mcoder has none, so it is off unless ``--trl-gradient-checkpointing``).
+TRL gets the batch through its ``rollout_func`` hook, so neither side samples.
+
+The model is built once per run (random weights, no download) and both sides load it, in float32:
+by default the 0.4M-parameter tiny Qwen3 of mcoder.testing, where framework overhead dominates;
+``--shape`` takes instead the architecture of a real Qwen3 checkpoint (mcoder.testing.SHAPES),
+``--layers`` cuts its depth and ``--model-vocab`` its embedding rows (default the real 151,936;
+the batch's token ids come from the 1,024-token test tokenizer either way), so that compute
+dominates. The header prints the parameter count (the tied output layer counted once).
 
 Each measurement runs in a fresh subprocess (peak RSS is per process): ``steps`` steps, the first
 a warm-up; reported are completion tokens per second of the later steps and the process's peak
 RSS (and its rise over the RSS just before the first step). Several repeats give mean ± std.
 
     python benchmarks/train_speed.py [--repeats 3] [--prompts 8] [--group 4] [--length 64] [--steps 3]
+    python benchmarks/train_speed.py --shape qwen3-0.6b --layers 4 --model-vocab 1024 --threads 1
 """
 
 from __future__ import annotations
@@ -163,6 +173,7 @@ def run_trl(model_dir: str, a) -> dict:
             seed=a.seed,
             disable_tqdm=True,
             dataloader_num_workers=0,
+            gradient_checkpointing=a.trl_gradient_checkpointing,
         )
         ds = Dataset.from_list([{"prompt": str(i)} for i in range(a.prompts)])
         trainer = GRPOTrainer(
@@ -197,6 +208,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--shape", help="a real Qwen3 architecture from mcoder.testing.SHAPES (default: the tiny model)"
+    )
+    ap.add_argument("--layers", type=int, help="decoder layers (default: the tiny model's 2, or the shape's)")
+    ap.add_argument(
+        "--model-vocab", type=int, help="embedding rows of a --shape model (default: the shape's)"
+    )
+    ap.add_argument(
+        "--trl-gradient-checkpointing",
+        action="store_true",
+        help="TRL's default: recompute activations in the backward (mcoder has no such option)",
+    )
     ap.add_argument("--which", choices=["mcoder", "trl"])
     ap.add_argument("--model")
     a = ap.parse_args()
@@ -206,8 +229,10 @@ def main() -> None:
 
     from mcoder.testing import make_tiny_model
 
+    spec, name = model_spec(a)
+    params = parameter_count(spec)
     with tempfile.TemporaryDirectory() as d:
-        model = str(make_tiny_model(Path(d) / "tiny"))
+        model = str(make_tiny_model(Path(d) / "model", spec))
         results: dict[str, list[dict]] = {"mcoder": [], "trl": []}
         for rep in range(a.repeats):
             for which in ("mcoder", "trl"):  # interleaved, so machine load hits both alike
@@ -220,12 +245,15 @@ def main() -> None:
                     model,
                     *[f"--{k}={getattr(a, k)}" for k in ("prompts", "group", "length", "steps", "threads")],
                     f"--seed={a.seed + rep}",
+                    *(["--trl-gradient-checkpointing"] if a.trl_gradient_checkpointing else []),
                 ]
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
                 results[which].append(json.loads(out.split("RESULT ", 1)[1]))
     print(
-        f"one GRPO step: {a.prompts} prompts x G={a.group} x {a.length} completion tokens, tiny Qwen3, "
-        f"{a.threads} torch threads, {a.repeats} repeats (first of {a.steps} steps is warm-up)"
+        f"one GRPO step: {a.prompts} prompts x G={a.group} x {a.length} completion tokens, {name}, "
+        f"{params / 1e6:.1f}M parameters (float32), {a.threads} torch threads, "
+        f"TRL gradient checkpointing {'on' if a.trl_gradient_checkpointing else 'off'}, "
+        f"{a.repeats} repeats (first of {a.steps} steps is warm-up)"
     )
     print(f"{'':8} {'tokens/s':>18} {'step s':>14} {'peak RSS MiB':>16} {'RSS rise MiB':>16}")
     for which, rs in results.items():
@@ -242,6 +270,42 @@ def main() -> None:
     print(
         f"speed-up of mcoder over TRL (paired by repeat, TRL step time / mcoder step time): {_ms(ratio, 2)}"
     )
+
+
+def model_spec(a):
+    """The spec of the model to build (always float32, what both trainers train in) and its name."""
+    from dataclasses import replace
+
+    from mcoder.testing import SHAPES, TinySpec
+
+    if a.shape is None:
+        if a.model_vocab is not None:
+            raise SystemExit("--model-vocab needs --shape (the tiny model's vocabulary is its tokenizer's)")
+        spec = replace(TinySpec(), layers=a.layers or TinySpec.layers)
+        return spec, f"tiny Qwen3 ({spec.layers} layers, hidden {spec.hidden}, vocab {spec.vocab})"
+    if a.shape not in SHAPES:
+        raise SystemExit(f"--shape {a.shape}: unknown; one of {', '.join(sorted(SHAPES))}")
+    spec = SHAPES[a.shape]
+    vocab = a.model_vocab or spec.model_vocab
+    if vocab < spec.vocab:
+        raise SystemExit(f"--model-vocab {vocab}: at least the tokenizer's {spec.vocab}")
+    spec = replace(spec, layers=a.layers or spec.layers, model_vocab=vocab, dtype="float32")
+    return (
+        spec,
+        f"{a.shape} shape ({spec.layers} layers, hidden {spec.hidden}, vocab {vocab}, random weights)",
+    )
+
+
+def parameter_count(spec) -> int:
+    """Parameters of the model ``spec`` describes, counted on an empty (meta-device) model."""
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    from mcoder.testing import build_config
+
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(build_config(spec, vocab_size=spec.vocab, eos_id=2, pad_id=0))
+    return sum(p.numel() for p in model.parameters())  # the tied output layer once
 
 
 def _ms(xs: list[float], digits: int = 0) -> str:
