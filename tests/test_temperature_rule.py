@@ -10,7 +10,13 @@ from mcoder.errors import UsageError
 from mcoder.models import load_model, load_tokenizer
 from mcoder.rollout.engines import HFEngine
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, choose_temperature, diversity_table
+from mcoder.rollout.temperature import (
+    DEFAULT_CANDIDATES,
+    choose_temperature,
+    diversity_table,
+    pass_guard_cap,
+    probe_temperatures,
+)
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 
@@ -81,6 +87,48 @@ def test_a_curve_that_rises_only_at_the_hottest_candidate_is_an_edge():
     assert c.temperature == 1.6 and not c.at_edge
 
 
+# The probe's pass rates (8 train problems x G = 8, judged) on the approach-gated warm start of
+# examples/learn/ seed 0, beside its D(T): the knee (1.2) is where the pass rate has begun to fall,
+# and RL there learnt +8.0 held-out points against +31.4 at T 1.0 (examples/learn/README.md).
+GATED_CURVE = table(0.032, 0.033, 0.037, 0.054, 0.201, 0.364, 0.586)
+GATED_PASS = [0.422, 0.438, 0.422, 0.344, 0.109, 0.0, 0.0]
+
+
+def test_pass_guard_lowers_the_knee_to_the_hottest_t_that_keeps_the_pass_rate():
+    assert choose_temperature(GATED_CURVE).temperature == 1.2  # diversity alone
+    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS)
+    assert (c.temperature, c.rule, c.by_diversity, c.at_edge) == (1.0, "knee+guard", 1.2, False)
+    assert c.pass_rates == GATED_PASS and "1.2" in c.note and "0.34" in c.note
+    # a looser guard lets 1.2 through (0.344 >= 0.7 x 0.438); guard 0 is diversity alone
+    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.7).temperature == 1.2
+    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).temperature == 1.2
+    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).by_diversity is None
+
+
+def test_pass_guard_leaves_alone_what_it_cannot_judge_or_need_not_lower():
+    zeros = [0.0] * len(TS)  # nothing passes at any T: nothing to keep, diversity decides
+    c = choose_temperature(GATED_CURVE, pass_rates=zeros)
+    assert (c.temperature, c.rule, c.by_diversity) == (1.2, "knee", None)
+    even = [0.5] * len(TS)  # the pass rate holds everywhere: no cap
+    assert choose_temperature(WARM_CURVE, pass_rates=even).temperature == 1.2
+    # diversity's choice already cooler than the cap: kept
+    late_fall = [0.5, 0.5, 0.5, 0.5, 0.5, 0.2, 0.0]
+    assert choose_temperature(WARM_CURVE, pass_rates=late_fall).temperature == 1.2
+    with pytest.raises(ValueError, match="3 pass rates for 7"):
+        choose_temperature(WARM_CURVE, pass_rates=[0.1, 0.2, 0.3])
+
+
+def test_pass_guard_cap_walks_up_from_the_best_and_stops_at_the_first_fall():
+    ts = list(TS)
+    assert pass_guard_cap(ts, [0.1, 0.5, 0.48, 0.3, 0.5, 0.5, 0.5], 0.9) == 1.0  # a recovery is not trusted
+    assert pass_guard_cap(ts, [0.5, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5], 0.9) == 0.6
+    assert pass_guard_cap(ts, [0.4] * 7, 0.9) is None  # every T allowed
+    assert (
+        pass_guard_cap(ts, [0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0], 0.9) == 1.0
+    )  # best is the coolest of its rate
+    assert pass_guard_cap(ts, [0.3, 0.2, 0.1, 0, 0, 0, 0], 0.0) is None
+
+
 def test_rule_settings_are_checked():
     with pytest.raises(UsageError, match="diversity-rise"):
         SamplingConfig(temperature="auto", diversity_rise=0.0).validate()
@@ -90,6 +138,9 @@ def test_rule_settings_are_checked():
         SamplingConfig(temperature="auto", temperature_rule="middle").validate()
     with pytest.raises(UsageError):
         choose_temperature([])
+    with pytest.raises(UsageError, match="pass-guard"):
+        SamplingConfig(temperature="auto", pass_guard=1.5).validate()
+    assert SamplingConfig().pass_guard == 0.9
 
 
 def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
@@ -122,6 +173,8 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     from pathlib import Path
 
     from mcoder.jsonl import read_records
+    from mcoder.judge.config import JudgeConfig
+    from mcoder.judge.core import Judge
     from mcoder.records import Problem
 
     root = Path(__file__).resolve().parents[1]
@@ -133,11 +186,24 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     tok = load_tokenizer(warm)
     probe = list(read_records(learn / "heldout.jsonl", Problem))[:6]
-    rows = diversity_table(
-        HFEngine(load_model(warm), tok), tok, probe, candidates=(0.6, 1.0, 1.4, 1.8), n=8, max_tokens=64
-    )
+    with Judge(JudgeConfig()) as judge:
+        rows, rates = probe_temperatures(
+            HFEngine(load_model(warm), tok),
+            tok,
+            probe,
+            candidates=(0.6, 1.0, 1.4, 1.8),
+            n=8,
+            max_tokens=64,
+            judge=judge,
+        )
     d = [x for _, x in rows]
     assert d[0] < d[1] < d[2] < d[3], rows  # it rises with T
     assert d[-1] - d[0] > 0.1, rows
     c = choose_temperature(rows)
     assert not c.at_edge, (c, rows)
+    # the judged probe: programs that pass at 0.6, noise at 1.8; the guard never picks hotter
+    assert rates[0] > 0.1 and rates[-1] < rates[0] / 2, (rows, rates)
+    guarded = choose_temperature(rows, pass_rates=rates)
+    assert guarded.temperature <= c.temperature and rates[
+        [t for t, _ in rows].index(guarded.temperature)
+    ] >= 0.9 * max(rates)

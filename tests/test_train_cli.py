@@ -63,7 +63,9 @@ def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch
         "metrics.json",
     } <= {p.name for p in ck.iterdir()}
     # the training state lies beside the model files, in trainer/
-    assert {"train_config.json", "optimizer.pt", "trainer_state.json"} == {p.name for p in (ck / "trainer").iterdir()}
+    assert {"train_config.json", "optimizer.pt", "trainer_state.json"} == {
+        p.name for p in (ck / "trainer").iterdir()
+    }
     assert json.loads((ck / "trainer" / "train_config.json").read_text())["truncation"] == "none"
     rows = [json.loads(x) for x in (ck / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all("mask_reason" in x for x in rows)
@@ -274,6 +276,24 @@ def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model,
     record = json.loads((run / "temperature.json").read_text())
     assert record["target"] == 0.0
     assert record["temperature"] == min(t for t, _ in record["table"])
+    assert record["pass_rates"] is None  # the absolute rule is not guarded
+
+
+def test_loop_judges_the_diversity_probe_for_the_pass_rate_guard(tiny_model, tmp_path):
+    """By default `auto` also judges the probe (the loop's own judge) and records the pass rate at
+    every candidate; the random tiny model passes nothing, so the guard leaves the knee alone."""
+    _sandbox_or_skip()
+    run = tmp_path / "run"
+    cmd = _loop_cmd(tiny_model, run)[3:]
+    cmd[cmd.index("--steps") + 1] = "1"
+    cmd[cmd.index("--temperature") + 1] = "auto"
+    cmd += ["--probe-problems", "2", "--pass-guard", "0.8"]
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 0, r.output
+    record = json.loads((run / "temperature.json").read_text())
+    assert record["pass_guard"] == 0.8
+    assert record["pass_rates"] == [0.0] * len(record["table"])
+    assert record["by_diversity"] is None and "+guard" not in record["rule"]
 
 
 def test_loop_auto_temperature_is_measured_again_at_each_stage_and_kept_on_resume(tiny_model, tmp_path):

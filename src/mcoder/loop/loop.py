@@ -85,13 +85,6 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     if state:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
 
-    # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in stages
-    temperature = None
-    if main:
-        temperature = temperature_by_step(
-            cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step
-        )
-
     sync_s = 0.0  # bringing the engines to the policy: the last step's hand-over + this step's sync
     ahead = None  # --off-policy 1: the next step's batch, sampled and judged while this step trains
     side = side_group() if cfg.off_policy else None  # that thread's collectives, apart from the trainer's
@@ -99,6 +92,20 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         Judge(judge_share(cfg.judge)) as judge,  # each rank's judge has its share of the cores
         ThreadPoolExecutor(1, thread_name_prefix="sample-ahead") as sampling,
     ):
+        # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in
+        # stages (the probe judged by this judge for the pass-rate guard)
+        temperature = None
+        if main:
+            temperature = temperature_by_step(
+                cfg.sampling,
+                tcfg.seed,
+                run.temperature,
+                sampler.engine,
+                trainer.tokenizer,
+                problems,
+                first_step,
+                judge,
+            )
         for step in range(first_step, cfg.steps + 1):
             # 1-2. rollout and judge (every rank its share of the groups)
             step_t0 = time.perf_counter()

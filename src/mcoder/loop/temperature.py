@@ -21,11 +21,13 @@ def temperature_by_step(
     tokenizer,
     problems: list[Problem],
     first_step: int,
+    judge=None,
 ) -> Callable[[int], float]:
-    """step -> T. A schedule 'T@STEP,...' counts its stages from step 0 = the loop's step 1."""
+    """step -> T. A schedule 'T@STEP,...' counts its stages from step 0 = the loop's step 1.
+    ``judge`` judges the diversity probe for the pass-rate guard of ``auto``."""
     spec = sampling.spec
     if spec.auto:
-        return DiversityStages(sampling, seed, record, engine, tokenizer, problems, first_step)
+        return DiversityStages(sampling, seed, record, engine, tokenizer, problems, first_step, judge)
     if spec.schedule is not None:
         return lambda step: spec.schedule.at(step - 1)
     record.write_text(json.dumps({"temperature": spec.fixed}))
@@ -38,7 +40,8 @@ class DiversityStages:
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
     that moment and T is chosen from that D(T) table (``choose_temperature``: by default the knee
-    of the model's own curve) and holds until the next stage.
+    of the model's own curve, capped by the judged probe's pass-rate guard) and holds until the
+    next stage.
     A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
     Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
     ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at
@@ -46,10 +49,18 @@ class DiversityStages:
     """
 
     def __init__(
-        self, sampling: SamplingConfig, seed: int, record: Path, engine, tokenizer, problems, first_step: int
+        self,
+        sampling: SamplingConfig,
+        seed: int,
+        record: Path,
+        engine,
+        tokenizer,
+        problems,
+        first_step: int,
+        judge=None,
     ):
         self.sampling, self.seed, self.record = sampling, seed, record
-        self.engine, self.tokenizer = engine, tokenizer
+        self.engine, self.tokenizer, self.judge = engine, tokenizer, judge
         self.every = sampling.temperature_stage_steps
         self.probe = random.Random(seed).sample(problems, min(sampling.probe_problems, len(problems)))
         self.stages: list[dict] = []
@@ -76,7 +87,9 @@ class DiversityStages:
 
     def _measure(self, step: int) -> None:
         s = self.sampling
-        choice, table = s.choose_temperature(self.engine, self.tokenizer, self.probe, seed=self.seed + step)
+        choice, table = s.choose_temperature(
+            self.engine, self.tokenizer, self.probe, seed=self.seed + step, judge=self.judge
+        )
         chosen = choice.temperature
         self.stages = [x for x in self.stages if x["from_step"] < step]
         self.stages.append({"from_step": step, "temperature": chosen, "table": table, **choice.to_json()})
@@ -85,6 +98,7 @@ class DiversityStages:
             "target": s.diversity_target,
             "rise": s.diversity_rise,
             "rule_asked": s.temperature_rule,
+            "pass_guard": s.pass_guard if choice.pass_rates is not None else None,
             "measure": s.diversity_measure,
             "table": table,
             **choice.to_json(),
@@ -92,9 +106,15 @@ class DiversityStages:
         tmp = self.record.with_name(self.record.name + ".part")
         tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
         tmp.replace(self.record)
+        rates = choice.pass_rates or [None] * len(table)
         info(
             f"step {step}: temperature {chosen} chosen by diversity ({choice.rule}, D >= {choice.threshold:.3f}): "
-            + ", ".join(f"T={t:g}: {d:.3f}" for t, d in table)
+            + ", ".join(
+                f"T={t:g}: D {d:.3f}" + ("" if r is None else f" pass {r:.2f}")
+                for (t, d), r in zip(table, rates)
+            )
         )
+        if choice.by_diversity is not None:
+            info(f"step {step}: {choice.note}")
         if choice.at_edge:
             warn(f"step {step}: temperature {chosen} is at the edge of the candidates: {choice.note}")

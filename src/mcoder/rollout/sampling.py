@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from mcoder.config import check_choices
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
-from mcoder.rollout.temperature import DEFAULT_CANDIDATES, DEFAULT_RISE, TemperatureRule, TemperatureSpec
+from mcoder.rollout.temperature import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_GUARD,
+    DEFAULT_RISE,
+    TemperatureRule,
+    TemperatureSpec,
+)
 
 
 @dataclass
@@ -30,6 +36,8 @@ class SamplingConfig:
     """With temperature auto: how T is read off the model's D(T) curve: knee (where it bends: before diversity takes off, or where it saturates) or rise (see --diversity-rise)."""
     diversity_rise: float = DEFAULT_RISE
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
+    pass_guard: float = DEFAULT_GUARD
+    """With temperature auto in the loop: the probe is also judged and T is capped at the hottest candidate whose probe pass rate stays at least this share of the best candidate's (0: diversity alone)."""
     diversity_target: float | None = None
     """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
@@ -56,6 +64,10 @@ class SamplingConfig:
             raise UsageError(
                 f"bad --diversity-rise {self.diversity_rise}", hint="a fraction in (0, 1], e.g. 0.5"
             )
+        if not 0 <= self.pass_guard <= 1:
+            raise UsageError(
+                f"bad --pass-guard {self.pass_guard}", hint="a fraction in [0, 1], e.g. 0.9 (0: off)"
+            )
         if self.temperature_stage_steps < 0:
             raise UsageError(
                 f"bad --temperature-stage-steps {self.temperature_stage_steps}",
@@ -74,12 +86,14 @@ class SamplingConfig:
         """The temperature as given (None: not given, 1.0)."""
         return TemperatureSpec.parse("1.0" if self.temperature is None else self.temperature)
 
-    def choose_temperature(self, engine, tokenizer, probe, seed: int):
+    def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None):
         """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
-        temperature, and T read off the curve by this config's rule."""
-        from mcoder.rollout.temperature import choose_temperature, diversity_table
+        temperature, and T read off the curve by this config's rule; with a ``judge`` (and
+        ``pass_guard`` > 0) the probe is judged too and the pass-rate guard caps T."""
+        from mcoder.rollout.temperature import choose_temperature, probe_temperatures
 
-        table = diversity_table(
+        guarded = judge is not None and self.pass_guard > 0 and self.diversity_target is None
+        table, rates = probe_temperatures(
             engine,
             tokenizer,
             probe,
@@ -88,8 +102,14 @@ class SamplingConfig:
             max_tokens=self.max_tokens,
             seed=seed,
             measure=self.diversity_measure,
+            judge=judge if guarded else None,
         )
         choice = choose_temperature(
-            table, rule=self.temperature_rule, target=self.diversity_target, rise=self.diversity_rise
+            table,
+            rule=self.temperature_rule,
+            target=self.diversity_target,
+            rise=self.diversity_rise,
+            pass_rates=rates,
+            guard=self.pass_guard,
         )
         return choice, table

@@ -14,6 +14,13 @@ fraction ``rise`` (one half) of the way from D at the coolest candidate to the h
 and keeps a low T; a peaky one (e.g. after RL has sharpened it) is given a higher one; and neither
 rule depends on how many tokens of boilerplate a family's answers share (which moves every D up
 or down but not the shape).
+Diversity alone cannot tell useful variety from noise that breaks programs: on the warm start of
+examples/learn/ the knee (T 1.2) sat where the probe's pass rate had already fallen, and RL there
+learnt a quarter of what T 1.0 gave. So where the probe's samples can be judged (the loop has a
+judge), the choice is also capped by a pass-rate guard (``guard``): no hotter than the hottest
+candidate, going up from the best one, whose probe pass rate stays at least ``guard`` of the best
+candidate's. This keeps the paper's "avoid excessively high" temperatures in terms of what the
+reward sees; a model that passes nothing at any T is not guarded (there is nothing to keep).
 An absolute ``target`` (the smallest T whose D reaches it) stays available. A choice at either end
 of the grid is reported (``at_edge``) and warned about: the right T may lie outside it.
 Temperature changes only in stages (``TemperatureSchedule``), never continuously, so that the
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import fmean
 from typing import Any, Literal
 
@@ -52,6 +59,9 @@ DEFAULT_TARGET = 0.5
 # the grid, halfway between the coolest candidate's diversity and the highest measured.
 DEFAULT_RISE = 0.5
 
+# The pass-rate guard: the chosen T keeps at least this share of the best candidate's probe pass rate.
+DEFAULT_GUARD = 0.9
+
 # A curve whose D rises less than this over the whole grid is flat: no T buys diversity.
 FLAT_RISE = 0.01
 
@@ -71,6 +81,8 @@ class TemperatureChoice:
     threshold: float  # the D the chosen T had to reach (knee: its own D)
     at_edge: bool
     note: str = ""
+    by_diversity: float | None = None  # what diversity alone chose, when the pass-rate guard lowered it
+    pass_rates: list[float] | None = None  # the probe's pass rate at each candidate, when judged
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,11 +94,56 @@ def choose_temperature(
     rule: TemperatureRule = "knee",
     target: float | None = None,
     rise: float = DEFAULT_RISE,
+    pass_rates: Sequence[float] | None = None,
+    guard: float = DEFAULT_GUARD,
 ) -> TemperatureChoice:
     """Pick from [(T, D(T))], sorted by T. A ``target`` means the absolute rule (the smallest T
     with D(T) >= target), whatever ``rule`` says. Otherwise ``knee`` (the default) or ``rise``
     (the smallest T with D(T) >= D(T_min) + rise x (max D - D(T_min))); a curve without a knee
-    (it rises evenly) falls back to ``rise``."""
+    (it rises evenly) falls back to ``rise``. With ``pass_rates`` (the judged probe's, one per
+    row) and ``guard`` > 0, the choice is then capped by ``pass_guard_cap``."""
+    by_diversity = _by_diversity(table, rule=rule, target=target, rise=rise)
+    if pass_rates is None:
+        return by_diversity
+    rates = [float(r) for r in pass_rates]
+    if len(rates) != len(table):
+        raise ValueError(f"{len(rates)} pass rates for {len(table)} temperatures")
+    cap = pass_guard_cap([t for t, _ in table], rates, guard)
+    if cap is None or by_diversity.temperature <= cap:
+        return replace(by_diversity, pass_rates=rates)
+    temps = [t for t, _ in table]
+    lowered = _at_edge(temps, cap, by_diversity.rule, dict(table)[cap])
+    note = (
+        f"diversity alone chose {by_diversity.temperature:g}; the probe's pass rate there "
+        f"({rates[temps.index(by_diversity.temperature)]:.2f}) is under {guard:g} x the best "
+        f"({max(rates):.2f}), so T is {cap:g}, the hottest that keeps it"
+    )
+    return replace(
+        lowered,
+        rule=f"{by_diversity.rule}+guard",
+        note="; ".join(x for x in (note, lowered.note) if x),
+        by_diversity=by_diversity.temperature,
+        pass_rates=rates,
+    )
+
+
+def pass_guard_cap(temps: Sequence[float], rates: Sequence[float], guard: float) -> float | None:
+    """The hottest temperature the pass-rate guard allows, or None when it allows every one
+    (``guard`` 0, or no candidate passes anything). From the best candidate (the coolest of the
+    best, on a tie) the guard walks hotter while the pass rate stays >= guard x the best rate;
+    a hotter candidate that recovers after a fall is not trusted (noise, or luck)."""
+    best = max(rates) if rates else 0.0
+    if guard <= 0 or best <= 0:
+        return None
+    i = rates.index(best)
+    while i + 1 < len(rates) and rates[i + 1] >= guard * best:
+        i += 1
+    return None if i == len(rates) - 1 else temps[i]
+
+
+def _by_diversity(
+    table: Sequence[tuple[float, float]], *, rule: str, target: float | None, rise: float
+) -> TemperatureChoice:
     if not table:
         raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
     temps = [t for t, _ in table]
@@ -156,6 +213,35 @@ def diversity_table(
     measure: str = "lexical",
 ) -> list[tuple[float, float]]:
     """[(T, D(T))] for every candidate, coolest first: the probe problems sampled n times at each."""
+    table, _ = probe_temperatures(
+        engine,
+        tokenizer,
+        problems,
+        candidates=candidates,
+        n=n,
+        max_tokens=max_tokens,
+        seed=seed,
+        measure=measure,
+    )
+    return table
+
+
+def probe_temperatures(
+    engine: Any,
+    tokenizer: Any,
+    problems: Sequence[Problem],
+    *,
+    candidates: Sequence[float] = DEFAULT_CANDIDATES,
+    n: int = 8,
+    max_tokens: int = 512,
+    seed: int = 0,
+    measure: str = "lexical",
+    judge: Any = None,
+) -> tuple[list[tuple[float, float]], list[float] | None]:
+    """([(T, D(T))], pass rates or None): the probe problems sampled n times at each candidate,
+    coolest first, every candidate from the same seed (so neighbouring temperatures differ by
+    temperature, not by luck); with a ``judge`` (mcoder.judge.core.Judge, problems with tests)
+    each candidate's samples are also judged and its pass rate returned."""
     from mcoder.rollout.sample import make_rollouts
 
     if measure not in MEASURES:
@@ -164,7 +250,8 @@ def diversity_table(
         raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
     if n < 2:
         raise UsageError("diversity needs at least 2 samples per problem", hint="pass --n 2 or more")
-    rows = []
+    rows, rates = [], []
+    by_id = {p.id: p for p in problems}
     for t in sorted(candidates):
         rollouts = make_rollouts(
             problems,
@@ -177,7 +264,10 @@ def diversity_table(
             model_name="probe",
         )
         rows.append((t, measure_diversity(rollouts, measure)))
-    return rows
+        if judge is not None:
+            verdicts = judge.judge(by_id, rollouts)
+            rates.append(sum(v.passed for v in verdicts) / max(len(verdicts), 1))
+    return rows, (rates if judge is not None else None)
 
 
 def select_temperature(
