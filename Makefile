@@ -7,10 +7,21 @@ DEMO ?= demo-out
 
 .PHONY: demo recipes test test-slow test-vllm lint clean
 
-$(VENV)/.installed: pyproject.toml
+# Set-up in two layers: what mcoder and the demo run on (.base), then the test tools (.installed).
+# pip's --no-compile skips byte-compiling every file of every package (torch alone has thousands:
+# it was more than half of a fresh install here); Python compiles what is imported, once, on first
+# use, which needs the bytecode cache that an inherited PYTHONDONTWRITEBYTECODE would turn off.
+unexport PYTHONDONTWRITEBYTECODE
+PIP_INSTALL := $(PY) -m pip install -q --no-compile
+
+$(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e ".[tensorboard]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base
+	$(PIP_INSTALL) -e ".[test]"
 	touch $@
 
 test: $(VENV)/.installed
@@ -25,7 +36,7 @@ test-vllm:
 	bash scripts/test_vllm.sh
 
 # The whole loop on the bundled problems and a tiny model: build, train (MicroCoder-GRPO), bench.
-demo: $(VENV)/.installed
+demo: $(VENV)/.base
 	MCODER=$(MCODER) PY=$(PY) bash commands/demo.sh --out $(DEMO)
 
 # Every recipe of commands/ at its --smoke size (what CI runs), in $(RECIPES_OUT).

@@ -160,6 +160,8 @@ def train(algo: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
     ]
     if args.temperature != "preset":
         cmd += ["--temperature", args.temperature]
+    if args.pass_guard is not None:
+        cmd += ["--pass-guard", args.pass_guard]
     sh(cmd, log)
     return run / "checkpoint"
 
@@ -336,6 +338,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "MicroCoder-GRPO's is 'auto')",
     )
     p.add_argument("--eval-n", type=int, default=8, help="held-out samples per problem")
+    p.add_argument(
+        "--pass-guard",
+        type=float,
+        help="with --temperature auto: the loop's pass-rate guard (default: the loop's own; 0: diversity alone)",
+    )
     p.add_argument("--eval-temperature", type=float, default=1.0)
     p.add_argument("--jobs", type=int, default=1, help="seeds run side by side (2 on a 2-core CPU)")
     p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing, proves nothing")

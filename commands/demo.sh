@@ -16,17 +16,19 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --steps N    MicroCoder-GRPO steps (default 40)
   --seed S     seed of the warm start, the RL run and the evaluations (default 0)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
+  --off-policy K   1: sample step k+1 while step k trains (default 0: on-policy)
   --smoke      tiny sizes: checks the plumbing in a minute, shows no learning
 Calls \$MCODER (default: mcoder on PATH) and \$PY (the Python that has mcoder).
 USAGE
 }
-OUT=demo-out STEPS=40 SEED=0 SMOKE=0 TEMP=1.0
+OUT=demo-out STEPS=40 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
     --temperature) TEMP="$2"; shift 2 ;;
+    --off-policy) OFF_POLICY="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument $1" ;;
@@ -76,7 +78,7 @@ rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and
 "${MC[@]}" train --loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
   --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size 4 \
   --micro-batch-size 16 --max-tokens 64 --lr 3e-4 --seed "$SEED" --probe-problems "$PROBE" \
-  --temperature "$TEMP" --save-every "$STEPS" --report-to tensorboard -q >/dev/null
+  --temperature "$TEMP" --off-policy "$OFF_POLICY" --save-every "$STEPS" --report-to tensorboard -q >/dev/null
 
 stage 4 "held-out pass@1 of the trained policy (the same problems, samples and seed)"
 evaluate "$OUT/run/checkpoint" "$OUT/after" "$OUT/before/verdicts.jsonl"
