@@ -96,7 +96,7 @@ GATED_PASS = [0.422, 0.438, 0.422, 0.344, 0.109, 0.0, 0.0]
 
 def test_pass_guard_lowers_the_knee_to_the_hottest_t_that_keeps_the_pass_rate():
     assert choose_temperature(GATED_CURVE).temperature == 1.2  # diversity alone
-    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS)
+    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.9)
     assert (c.temperature, c.rule, c.by_diversity, c.at_edge) == (1.0, "knee+guard", 1.2, False)
     assert c.pass_rates == GATED_PASS and "1.2" in c.note and "0.34" in c.note
     # a looser guard lets 1.2 through (0.344 >= 0.7 x 0.438); guard 0 is diversity alone
@@ -107,13 +107,16 @@ def test_pass_guard_lowers_the_knee_to_the_hottest_t_that_keeps_the_pass_rate():
 
 def test_pass_guard_leaves_alone_what_it_cannot_judge_or_need_not_lower():
     zeros = [0.0] * len(TS)  # nothing passes at any T: nothing to keep, diversity decides
-    c = choose_temperature(GATED_CURVE, pass_rates=zeros)
+    c = choose_temperature(GATED_CURVE, pass_rates=zeros, guard=0.9)
     assert (c.temperature, c.rule, c.by_diversity) == (1.2, "knee", None)
     even = [0.5] * len(TS)  # the pass rate holds everywhere: no cap
-    assert choose_temperature(WARM_CURVE, pass_rates=even).temperature == 1.2
+    assert choose_temperature(WARM_CURVE, pass_rates=even, guard=0.9).temperature == 1.2
     # diversity's choice already cooler than the cap: kept
     late_fall = [0.5, 0.5, 0.5, 0.5, 0.5, 0.2, 0.0]
-    assert choose_temperature(WARM_CURVE, pass_rates=late_fall).temperature == 1.2
+    assert choose_temperature(WARM_CURVE, pass_rates=late_fall, guard=0.9).temperature == 1.2
+    # off by default: the pass rates are recorded, diversity decides
+    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS)
+    assert (c.temperature, c.rule, c.pass_rates) == (1.2, "knee", GATED_PASS)
     with pytest.raises(ValueError, match="3 pass rates for 7"):
         choose_temperature(WARM_CURVE, pass_rates=[0.1, 0.2, 0.3])
 
@@ -140,7 +143,7 @@ def test_rule_settings_are_checked():
         choose_temperature([])
     with pytest.raises(UsageError, match="pass-guard"):
         SamplingConfig(temperature="auto", pass_guard=1.5).validate()
-    assert SamplingConfig().pass_guard == 0.9
+    assert SamplingConfig().pass_guard == 0.0  # off: measured worse than the knee alone over 3 seeds
 
 
 def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
@@ -203,7 +206,7 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     assert not c.at_edge, (c, rows)
     # the judged probe: programs that pass at 0.6, noise at 1.8; the guard never picks hotter
     assert rates[0] > 0.1 and rates[-1] < rates[0] / 2, (rows, rates)
-    guarded = choose_temperature(rows, pass_rates=rates)
+    guarded = choose_temperature(rows, pass_rates=rates, guard=0.9)
     assert guarded.temperature <= c.temperature and rates[
         [t for t, _ in rows].index(guarded.temperature)
     ] >= 0.9 * max(rates)

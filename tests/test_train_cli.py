@@ -276,12 +276,13 @@ def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model,
     record = json.loads((run / "temperature.json").read_text())
     assert record["target"] == 0.0
     assert record["temperature"] == min(t for t, _ in record["table"])
-    assert record["pass_rates"] is None  # the absolute rule is not guarded
+    assert len(record["pass_rates"]) == len(record["table"])  # the probe is judged whatever the rule
 
 
 def test_loop_judges_the_diversity_probe_for_the_pass_rate_guard(tiny_model, tmp_path):
-    """By default `auto` also judges the probe (the loop's own judge) and records the pass rate at
-    every candidate; the random tiny model passes nothing, so the guard leaves the knee alone."""
+    """`auto` also judges the probe (the loop's own judge) and records the pass rate at every
+    candidate and the guard asked for; the random tiny model passes nothing, so the guard leaves
+    the knee alone."""
     _sandbox_or_skip()
     run = tmp_path / "run"
     cmd = _loop_cmd(tiny_model, run)[3:]

@@ -24,7 +24,7 @@ def temperature_by_step(
     judge=None,
 ) -> Callable[[int], float]:
     """step -> T. A schedule 'T@STEP,...' counts its stages from step 0 = the loop's step 1.
-    ``judge`` judges the diversity probe for the pass-rate guard of ``auto``."""
+    ``judge`` judges the diversity probe of ``auto`` (pass rates recorded; the pass-rate guard)."""
     spec = sampling.spec
     if spec.auto:
         return DiversityStages(sampling, seed, record, engine, tokenizer, problems, first_step, judge)
@@ -40,8 +40,8 @@ class DiversityStages:
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
     that moment and T is chosen from that D(T) table (``choose_temperature``: by default the knee
-    of the model's own curve, capped by the judged probe's pass-rate guard) and holds until the
-    next stage.
+    of the model's own curve; the probe is judged, and with ``--pass-guard`` its pass rates cap T)
+    and holds until the next stage.
     A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
     Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
     ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at

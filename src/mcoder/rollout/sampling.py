@@ -37,7 +37,7 @@ class SamplingConfig:
     diversity_rise: float = DEFAULT_RISE
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
     pass_guard: float = DEFAULT_GUARD
-    """With temperature auto in the loop: the probe is also judged and T is capped at the hottest candidate whose probe pass rate stays at least this share of the best candidate's (0: diversity alone)."""
+    """With temperature auto in the loop (which judges the probe and records its pass rate at each candidate): cap T at the hottest candidate whose probe pass rate stays at least this share of the best candidate's, e.g. 0.9 (0: off, diversity alone)."""
     diversity_target: float | None = None
     """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
@@ -88,11 +88,10 @@ class SamplingConfig:
 
     def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None):
         """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
-        temperature, and T read off the curve by this config's rule; with a ``judge`` (and
-        ``pass_guard`` > 0) the probe is judged too and the pass-rate guard caps T."""
+        temperature, and T read off the curve by this config's rule; with a ``judge`` the probe
+        is judged too (its pass rates recorded in the choice) and ``pass_guard`` > 0 caps T."""
         from mcoder.rollout.temperature import choose_temperature, probe_temperatures
 
-        guarded = judge is not None and self.pass_guard > 0 and self.diversity_target is None
         table, rates = probe_temperatures(
             engine,
             tokenizer,
@@ -102,7 +101,7 @@ class SamplingConfig:
             max_tokens=self.max_tokens,
             seed=seed,
             measure=self.diversity_measure,
-            judge=judge if guarded else None,
+            judge=judge,
         )
         choice = choose_temperature(
             table,
