@@ -63,9 +63,7 @@ def read_run(run_dir: Path, label: str) -> RunMetrics:
             raise DataError(f"invalid JSON ({e})", path=str(path), line=lineno) from None
         step = _add_step(run, obj, str(path), lineno)
         if steps and step < max(steps):
-            run.warnings.append(
-                f"{path}:{lineno}: step {step} comes after step {max(steps)}; drawn in step order"
-            )
+            run.warnings.append(f"{path}:{lineno}: step {step} comes after step {max(steps)}; drawn in step order")
         steps.setdefault(step, []).append(lineno)
     run.warnings += [
         f"{path}: step {step} is logged {len(at)} times (lines {', '.join(map(str, at))}); the last is drawn"

@@ -48,9 +48,7 @@ def guarded(fn):
             if os.environ.get("MCODER_DEBUG") == "1":
                 traceback.print_exc()
             console.print(f"[bold red]error:[/] internal error: {type(e).__name__}: {e}", soft_wrap=True)
-            console.print(
-                "[bold]hint:[/] this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback"
-            )
+            console.print("[bold]hint:[/] this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback")
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper
@@ -114,9 +112,7 @@ RolloutsPath = Annotated[
 VerdictsPath = Annotated[
     Path, typer.Option("--verdicts", rich_help_panel=IO_PANEL, help="Verdicts JSONL ('-' for stdin).")
 ]
-OutPath = Annotated[
-    Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout).")
-]
+OutPath = Annotated[Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout).")]
 ModelPath = Annotated[
     str, typer.Option("--model", "-m", rich_help_panel=IO_PANEL, help="Model folder (transformers format).")
 ]

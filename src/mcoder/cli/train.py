@@ -32,65 +32,21 @@ EPILOG = (
 
 def _params() -> list:
     explicit = [
-        option(
-            "model",
-            str,
-            "--model",
-            "-m",
-            default=...,
-            help="Model folder (transformers format), or a checkpoint to continue.",
-            panel=IO,
-        ),
+        option("model", str, "--model", "-m", default=..., help="Model folder (transformers format), or a checkpoint to continue.", panel=IO),
         option("rollouts", Path | None, "--rollouts", "-r", help="Rollouts JSONL (one batch).", panel=IO),
         option("verdicts", Path | None, "--verdicts", help="Verdicts JSONL of those rollouts.", panel=IO),
         option("out", Path | None, "--out", "-o", help="Checkpoint folder to write.", panel=IO),
-        option(
-            "loop",
-            bool,
-            "--loop",
-            default=False,
-            help="Run rollout -> judge -> update for --steps steps.",
-            panel=IO,
-        ),
+        option("loop", bool, "--loop", default=False, help="Run rollout -> judge -> update for --steps steps.", panel=IO),
         option("problems", Path | None, "--problems", "-p", help="Loop: training problems JSONL.", panel=IO),
+        option("run_dir", Path | None, "--run-dir", help="Loop: run folder (resumed when it exists).", panel=IO),
         option(
-            "run_dir", Path | None, "--run-dir", help="Loop: run folder (resumed when it exists).", panel=IO
-        ),
-        option(
-            "temperature",
-            str | None,
-            "--temperature",
-            "-t",
-            panel=IO,
+            "temperature", str | None, "--temperature", "-t", panel=IO,
             help="Single batch: T of the log-probs (default: the rollouts'). Loop: a number, 'auto' (chosen by "
-            "diversity) or a schedule 'T@STEP,...' ("
-            + ", ".join(f"{a} {t}" for a, t in PRESET_TEMPERATURE.items())
-            + ").",
+            "diversity) or a schedule 'T@STEP,...' (" + ", ".join(f"{a} {t}" for a, t in PRESET_TEMPERATURE.items()) + ").",
         ),
-        option(
-            "max_tokens",
-            int | None,
-            "--max-tokens",
-            help="L_max (loop: the sampling limit, default 512; single batch: default the longest completion).",
-            panel=IO,
-        ),
-        option(
-            "overwrite",
-            bool,
-            "--overwrite",
-            default=False,
-            help="Single batch: train again even if OUT holds this update.",
-            panel=IO,
-        ),
-        option(
-            "quiet",
-            bool,
-            "--quiet",
-            "-q",
-            default=False,
-            help="No progress bars or tables on stderr.",
-            panel=IO,
-        ),
+        option("max_tokens", int | None, "--max-tokens", help="L_max (loop: the sampling limit, default 512; single batch: default the longest completion).", panel=IO),
+        option("overwrite", bool, "--overwrite", default=False, help="Single batch: train again even if OUT holds this update.", panel=IO),
+        option("quiet", bool, "--quiet", "-q", default=False, help="No progress bars or tables on stderr.", panel=IO),
     ]
     return [
         *explicit,
@@ -110,10 +66,7 @@ def _params() -> list:
             JudgeConfig,
             prefix="judge_",
             flag_prefix="judge_",
-            names={
-                "unsafe_no_sandbox": ("--unsafe-no-sandbox",),
-                "allow_packages": ("--judge-allow-package",),
-            },
+            names={"unsafe_no_sandbox": ("--unsafe-no-sandbox",), "allow_packages": ("--judge-allow-package",)},
             panel="Judge (loop)",
         ),
     ]

@@ -61,9 +61,7 @@ def load(source: str) -> list[tuple[str | None, Any]]:
     try:
         import datasets
     except ImportError:  # pragma: no cover - a dependency of mcoder
-        raise EnvironmentMissing(
-            "the datasets package is not installed", hint="pip install datasets"
-        ) from None
+        raise EnvironmentMissing("the datasets package is not installed", hint="pip install datasets") from None
     try:
         loaded = datasets.load_dataset(spec.name, spec.config, split=spec.split)
     except ConnectionError as e:
@@ -108,3 +106,4 @@ def _unreachable(spec: HubSpec, error: Exception, offline: bool) -> EnvironmentM
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+

@@ -87,9 +87,7 @@ class JudgeConfig:
                 hint="give at least 64 (256 or more for real problems)",
             )
         if not 1.0 <= self.wall_factor <= 100:
-            raise UsageError(
-                f"wall_factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)"
-            )
+            raise UsageError(f"wall_factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
         self.allow_packages = tuple(self.allow_packages)
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")

@@ -201,18 +201,7 @@ class Judge:
                 with self.pool.acquire() as worker:
                     for kind, indexes, payload in prep.groups:
                         if kind == "functional":
-                            _functional(
-                                worker,
-                                compiled,
-                                code,
-                                problem,
-                                limits,
-                                self.cfg,
-                                indexes,
-                                payload,
-                                grader,
-                                defined,
-                            )
+                            _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined)
                             if grader.stopped:
                                 break
                             continue
@@ -332,16 +321,8 @@ def _repr(value: Any) -> str:
 
 
 def _functional(
-    worker,
-    compiled: bytes,
-    code: str,
-    problem: Problem,
-    limits: dict,
-    cfg: JudgeConfig,
-    indexes: list[int],
-    payload: list,
-    grader: _Grader,
-    defined: list[str],
+    worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
@@ -354,16 +335,8 @@ def _functional(
 
 
 def _functional_run(
-    worker,
-    compiled: bytes,
-    code: str,
-    problem: Problem,
-    limits: dict,
-    cfg: JudgeConfig,
-    indexes: list[int],
-    payload: list,
-    grader: _Grader,
-    defined: list[str],
+    worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
@@ -375,26 +348,12 @@ def _functional_run(
         for fd in (req_r, req_w, ans_r, ans_w):
             os.close(fd)
     worker.send(
-        {
-            "kind": "serve",
-            "code": compiled,
-            "source": code,
-            "limits": limits,
-            "early_exit": cfg.early_exit,
-            "fds": True,
-            "n_tests": len(indexes),
-            "defined": defined,
-        }
+        {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
+         "fds": True, "n_tests": len(indexes), "defined": defined}
     )
     checks.send(
-        {
-            "kind": "check",
-            "tests": payload,
-            "fn_name": problem.fn_name,
-            "limits": limits,
-            "early_exit": cfg.early_exit,
-            "fds": True,
-        }
+        {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,
+         "early_exit": cfg.early_exit, "fds": True}
     )
     ended_sent = False
     try:
@@ -405,9 +364,7 @@ def _functional_run(
                 break
             reports.append(rep)
             last = len(reports) == len(indexes) or (cfg.early_exit and rep.get("status") != "ok")
-            if (
-                last and not ended_sent
-            ):  # the candidate's part is over: end it while the checks worker tidies up
+            if last and not ended_sent:  # the candidate's part is over: end it while the checks worker tidies up
                 worker.send("end")
                 ended_sent = True
     finally:
@@ -426,11 +383,7 @@ def _functional_run(
             if ended["status"] != "ok":
                 res = {**ended}
             elif status == "check_failed" and rep.get("detail") == "time limit":
-                res = {
-                    **ended,
-                    "status": "time_limit",
-                    "detail": "the check ran out of time on its return values",
-                }
+                res = {**ended, "status": "time_limit", "detail": "the check ran out of time on its return values"}
             elif status == "check_failed":
                 res = {**ended, "status": "runtime_error", "detail": f"the check ended: {rep.get('detail')}"}
             else:
@@ -441,7 +394,7 @@ def _functional_run(
         if grader.stopped:
             return
     if len(reports) < len(indexes) and not grader.stopped:  # the checks stopped early
-        missing = indexes[len(reports) :]
+        missing = indexes[len(reports):]
         grader.worker_died(missing, "the check ended early")
 
 

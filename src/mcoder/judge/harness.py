@@ -296,11 +296,7 @@ def defined_names(code) -> set[str]:
     return names
 
 
-_STORE_NAME, _STORE_GLOBAL, _EXTENDED_ARG = (
-    dis.opmap["STORE_NAME"],
-    dis.opmap["STORE_GLOBAL"],
-    dis.EXTENDED_ARG,
-)
+_STORE_NAME, _STORE_GLOBAL, _EXTENDED_ARG = dis.opmap["STORE_NAME"], dis.opmap["STORE_GLOBAL"], dis.EXTENDED_ARG
 
 
 def _stored_names(code, store: int) -> set[str]:

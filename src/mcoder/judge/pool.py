@@ -50,8 +50,7 @@ class Worker:
             None
             if cfg.unsafe_no_sandbox
             else sandbox.make_tree_cgroups(
-                f"mcoder-judge-{os.getpid()}-{root.name[len('mcoder-judge-') :]}-{self.base.name}",
-                cfg.memory_mb,
+                f"mcoder-judge-{os.getpid()}-{root.name[len('mcoder-judge-'):]}-{self.base.name}", cfg.memory_mb
             )
         )
         self.proc: subprocess.Popen | None = None
@@ -175,6 +174,7 @@ class Worker:
             self.lease.release()
         if not keep_lease:
             sandbox.remove_tree_cgroups(self.cgroups)
+
 
 
 class Pool:

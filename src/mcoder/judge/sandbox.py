@@ -460,9 +460,7 @@ def check_isolation() -> None:
         if landlock_abi() < 1:
             missing.append("Landlock (Linux 5.13+ with 'landlock' in the lsm= boot list) to fence files")
         if not _namespaces_per_candidate_work():
-            missing.append(
-                "PID and IPC namespaces (clone with CLONE_NEWPID | CLONE_NEWIPC) for each candidate"
-            )
+            missing.append("PID and IPC namespaces (clone with CLONE_NEWPID | CLONE_NEWIPC) for each candidate")
     else:
         if not user_namespaces_work():
             missing.append(
@@ -538,10 +536,8 @@ def candidate_import_path(packages: list[str], link_dir: str) -> list[str]:
     keep = []
     for p in sys.path:
         real = os.path.realpath(p) if p else p
-        if (
-            real
-            and (real in std or any(real.startswith(s + os.sep) for s in std))
-            and not any(part in _PACKAGE_DIRS for part in Path(real).parts)
+        if real and (real in std or any(real.startswith(s + os.sep) for s in std)) and not any(
+            part in _PACKAGE_DIRS for part in Path(real).parts
         ):
             keep.append(p)
     if packages:
@@ -612,12 +608,7 @@ def fork_into_namespaces() -> int:
     api = ctypes.pythonapi
     api.PyOS_BeforeFork()
     pid = _pylibc.syscall(
-        ctypes.c_long(nr),
-        ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWIPC | signal.SIGCHLD),
-        None,
-        None,
-        None,
-        None,
+        ctypes.c_long(nr), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWIPC | signal.SIGCHLD), None, None, None, None
     )
     if pid == 0:
         api.PyOS_AfterFork_Child()
@@ -635,119 +626,34 @@ def fork_into_namespaces() -> int:
 # other processes, BPF, keyrings, io_uring (it would bypass this filter), kernel modules, clocks.
 _DENIED = {
     "x86_64": {
-        "unshare": 272,
-        "setns": 308,
-        "mount": 165,
-        "umount2": 166,
-        "pivot_root": 155,
-        "chroot": 161,
-        "ptrace": 101,
-        "process_vm_readv": 310,
-        "process_vm_writev": 311,
-        "bpf": 321,
-        "keyctl": 250,
-        "add_key": 248,
-        "request_key": 249,
-        "perf_event_open": 298,
-        "userfaultfd": 323,
-        "io_uring_setup": 425,
-        "io_uring_enter": 426,
-        "io_uring_register": 427,
-        "kexec_load": 246,
-        "kexec_file_load": 320,
-        "init_module": 175,
-        "finit_module": 313,
-        "delete_module": 176,
-        "open_by_handle_at": 304,
-        "name_to_handle_at": 303,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
-        "swapon": 167,
-        "swapoff": 168,
-        "reboot": 169,
-        "acct": 163,
-        "quotactl": 179,
-        "sethostname": 170,
-        "setdomainname": 171,
-        "settimeofday": 164,
-        "clock_settime": 227,
-        "adjtimex": 159,
-        "clock_adjtime": 305,
-        "syslog": 103,
-        "vhangup": 153,
-        "fanotify_init": 300,
-        "pidfd_getfd": 438,
-        "process_madvise": 440,
-        "kcmp": 312,
-        "iopl": 172,
-        "ioperm": 173,
-        "modify_ldt": 154,
-        "uselib": 134,
-        "memfd_secret": 447,
-        "lookup_dcookie": 212,
+        "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "bpf": 321, "keyctl": 250,
+        "add_key": 248, "request_key": 249, "perf_event_open": 298, "userfaultfd": 323,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "kexec_load": 246,
+        "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "open_by_handle_at": 304, "name_to_handle_at": 303, "open_tree": 428, "move_mount": 429,
+        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179,
+        "sethostname": 170, "setdomainname": 171, "settimeofday": 164, "clock_settime": 227,
+        "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "vhangup": 153, "fanotify_init": 300,
+        "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312, "iopl": 172, "ioperm": 173,
+        "modify_ldt": 154, "uselib": 134, "memfd_secret": 447, "lookup_dcookie": 212,
     },
     "aarch64": {
-        "unshare": 97,
-        "setns": 268,
-        "mount": 40,
-        "umount2": 39,
-        "pivot_root": 41,
-        "chroot": 51,
-        "ptrace": 117,
-        "process_vm_readv": 270,
-        "process_vm_writev": 271,
-        "bpf": 280,
-        "keyctl": 219,
-        "add_key": 217,
-        "request_key": 218,
-        "perf_event_open": 241,
-        "userfaultfd": 282,
-        "io_uring_setup": 425,
-        "io_uring_enter": 426,
-        "io_uring_register": 427,
-        "kexec_load": 104,
-        "kexec_file_load": 294,
-        "init_module": 105,
-        "finit_module": 273,
-        "delete_module": 106,
-        "open_by_handle_at": 265,
-        "name_to_handle_at": 264,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
-        "swapon": 224,
-        "swapoff": 225,
-        "reboot": 142,
-        "acct": 89,
-        "quotactl": 60,
-        "sethostname": 161,
-        "setdomainname": 162,
-        "settimeofday": 170,
-        "clock_settime": 112,
-        "adjtimex": 171,
-        "clock_adjtime": 266,
-        "syslog": 116,
-        "vhangup": 58,
-        "fanotify_init": 262,
-        "pidfd_getfd": 438,
-        "process_madvise": 440,
-        "kcmp": 272,
-        "memfd_secret": 447,
+        "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "bpf": 280, "keyctl": 219,
+        "add_key": 217, "request_key": 218, "perf_event_open": 241, "userfaultfd": 282,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "kexec_load": 104,
+        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "open_by_handle_at": 265, "name_to_handle_at": 264, "open_tree": 428, "move_mount": 429,
+        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60,
+        "sethostname": 161, "setdomainname": 162, "settimeofday": 170, "clock_settime": 112,
+        "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "vhangup": 58, "fanotify_init": 262,
+        "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 272, "memfd_secret": 447,
     },
 }
-_ARCH = {
-    "x86_64": (0xC000003E, 56, 435, 41),
-    "aarch64": (0xC00000B7, 220, 435, 198),
-}  # audit arch, clone, clone3, socket
+_ARCH = {"x86_64": (0xC000003E, 56, 435, 41), "aarch64": (0xC00000B7, 220, 435, 198)}  # audit arch, clone, clone3, socket
 _NS_FLAGS = 0x7E020000 | 0x00000080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET, NEWTIME
 _AF_INET, _AF_INET6 = 2, 10
 _RET_ALLOW, _RET_KILL = 0x7FFF0000, 0x80000000
@@ -758,12 +664,7 @@ SECCOMP_MODE_FILTER, PR_SET_SECCOMP = 2, 22
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
 
 
 class _SockFprog(ctypes.Structure):
@@ -850,19 +751,11 @@ class TreeAccount:
 
     def __init__(self, paths: dict[str, str]):
         self.paths = paths
-        self.procs_fds = [
-            os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for p in self._dirs()
-        ]
+        self.procs_fds = [os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for p in self._dirs()]
         v2 = "v2" in paths
         mem = paths.get("v2") or paths["memory"]
-        self.oom_fd = os.open(
-            os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC
-        )
-        cpu_file = (
-            os.path.join(paths["v2"], "cpu.stat")
-            if v2
-            else os.path.join(paths.get("cpuacct", ""), "cpuacct.usage")
-        )
+        self.oom_fd = os.open(os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
+        cpu_file = os.path.join(paths["v2"], "cpu.stat") if v2 else os.path.join(paths.get("cpuacct", ""), "cpuacct.usage")
         self.cpu_fd = os.open(cpu_file, os.O_RDONLY | os.O_CLOEXEC) if os.path.exists(cpu_file) else -1
         self.v2 = v2
 
@@ -916,7 +809,7 @@ def _own_cgroup(controller: str) -> str | None:
         fstype, opts = rfields[0], rfields[-1].split(",")
         root, point = fields[3], fields[4]
         if (controller == "" and fstype == "cgroup2") or (fstype == "cgroup" and controller in opts):
-            rel = mine[len(root) :] if root != "/" and mine.startswith(root) else mine
+            rel = mine[len(root):] if root != "/" and mine.startswith(root) else mine
             folder = os.path.join(point, rel.lstrip("/"))
             if os.path.isdir(folder):
                 return folder
@@ -1007,7 +900,7 @@ def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
         with contextlib.suppress(OSError):
             for entry in os.listdir(base):
                 if entry.startswith(cgroup_prefix):
-                    m = entry[len(cgroup_prefix) :].split("-")[0]
+                    m = entry[len(cgroup_prefix):].split("-")[0]
                     if m.isdigit() and not _pid_alive(int(m)):
                         with contextlib.suppress(OSError):
                             os.rmdir(os.path.join(base, entry))

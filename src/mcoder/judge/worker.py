@@ -630,17 +630,7 @@ def run_check_job(proto: Protocol, job: dict, fds: list[int]) -> None:
             event = child.next_event(clock, frames=False)
             if event != "report":
                 rep = outcome(child, event, None)
-                proto.send(
-                    (
-                        "result",
-                        {
-                            "i": i,
-                            "status": "check_failed",
-                            "detail": rep.get("detail"),
-                            "stderr": rep["stderr"],
-                        },
-                    )
-                )
+                proto.send(("result", {"i": i, "status": "check_failed", "detail": rep.get("detail"), "stderr": rep["stderr"]}))
                 break
             rep = child.pop_report()
             proto.send(("result", {**rep, "i": i}))

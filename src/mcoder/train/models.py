@@ -21,10 +21,7 @@ def load_policy(path: str, cfg: TrainConfig):
     model = load_model(folder, dtype=cfg.dtype, device=None, trainable=True)
     if cfg.lora_rank > 0 and folder.adapter is None:
         model = add_lora(
-            model,
-            rank=cfg.lora_rank,
-            alpha=cfg.lora_alpha,
-            dropout=cfg.lora_dropout,
+            model, rank=cfg.lora_rank, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
             target_modules=cfg.lora_target_modules,
         )
     return model
