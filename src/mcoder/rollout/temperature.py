@@ -205,29 +205,10 @@ def measure_diversity(rollouts: Sequence[Any], measure: str = "lexical") -> floa
     return fmean(fn(g) for g in groups) if groups else 0.0
 
 
-def diversity_table(
-    engine: Any,
-    tokenizer: Any,
-    problems: Sequence[Problem],
-    *,
-    candidates: Sequence[float] = DEFAULT_CANDIDATES,
-    n: int = 8,
-    max_tokens: int = 512,
-    seed: int = 0,
-    measure: str = "lexical",
-) -> list[tuple[float, float]]:
-    """[(T, D(T))] for every candidate, coolest first: the probe problems sampled n times at each."""
-    table, _ = probe_temperatures(
-        engine,
-        tokenizer,
-        problems,
-        candidates=candidates,
-        n=n,
-        max_tokens=max_tokens,
-        seed=seed,
-        measure=measure,
-    )
-    return table
+def diversity_table(engine: Any, tokenizer: Any, problems: Sequence[Problem], **options: Any):
+    """[(T, D(T))] for every candidate, coolest first: ``probe_temperatures`` without a judge
+    (the same keyword options)."""
+    return probe_temperatures(engine, tokenizer, problems, **options)[0]
 
 
 def probe_temperatures(
