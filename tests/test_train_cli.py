@@ -263,17 +263,21 @@ def test_loop_dapo_resamples_when_no_group_has_signal(tiny_model, tmp_path):
     assert len(rollouts) == m["samples"]
 
 
-def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model, tmp_path):
-    """A target of 0 is reached by the coolest candidate, so the choice shows the flag arrived."""
+def _one_auto_step(tiny_model, run, *extra: str) -> dict:
+    """One loop step with --temperature auto over 2 probe problems (plus ``extra``): its
+    temperature.json."""
     _sandbox_or_skip()
-    run = tmp_path / "run"
     cmd = _loop_cmd(tiny_model, run)[3:]
     cmd[cmd.index("--steps") + 1] = "1"
     cmd[cmd.index("--temperature") + 1] = "auto"
-    cmd += ["--diversity-target", "0", "--probe-problems", "2"]
-    r = CliRunner().invoke(app, cmd)
+    r = CliRunner().invoke(app, [*cmd, "--probe-problems", "2", *extra])
     assert r.exit_code == 0, r.output
-    record = json.loads((run / "temperature.json").read_text())
+    return json.loads((run / "temperature.json").read_text())
+
+
+def test_loop_takes_the_diversity_target_and_probe_size_from_the_cli(tiny_model, tmp_path):
+    """A target of 0 is reached by the coolest candidate, so the choice shows the flag arrived."""
+    record = _one_auto_step(tiny_model, tmp_path / "run", "--diversity-target", "0")
     assert record["target"] == 0.0
     assert record["temperature"] == min(t for t, _ in record["table"])
     assert len(record["pass_rates"]) == len(record["table"])  # the probe is judged whatever the rule
@@ -283,15 +287,7 @@ def test_loop_judges_the_diversity_probe_for_the_pass_rate_guard(tiny_model, tmp
     """`auto` also judges the probe (the loop's own judge) and records the pass rate at every
     candidate and the guard asked for; the random tiny model passes nothing, so the guard leaves
     the knee alone."""
-    _sandbox_or_skip()
-    run = tmp_path / "run"
-    cmd = _loop_cmd(tiny_model, run)[3:]
-    cmd[cmd.index("--steps") + 1] = "1"
-    cmd[cmd.index("--temperature") + 1] = "auto"
-    cmd += ["--probe-problems", "2", "--pass-guard", "0.8"]
-    r = CliRunner().invoke(app, cmd)
-    assert r.exit_code == 0, r.output
-    record = json.loads((run / "temperature.json").read_text())
+    record = _one_auto_step(tiny_model, tmp_path / "run", "--pass-guard", "0.8")
     assert record["pass_guard"] == 0.8
     assert record["pass_rates"] == [0.0] * len(record["table"])
     assert record["by_diversity"] is None and "+guard" not in record["rule"]
