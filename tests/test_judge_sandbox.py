@@ -338,3 +338,22 @@ def test_a_crash_in_a_thread_is_a_runtime_error(hostile_judge):
     code = "import threading\ndef f():\n    raise RuntimeError('boom')\nt = threading.Thread(target=f)\nt.start()\nt.join()\nprint(6)"
     v = run(hostile_judge, code, tests=[Test("", "6\n")])
     assert v.status == "runtime_error" and "boom" in v.first_failure["stderr"]
+
+
+def test_namespace_probe_never_clones_from_the_calling_process(monkeypatch):
+    """The start-up probe's raw clone() runs in a plain fork child, not in the judge's own process:
+    cloned from a process with other threads (a trainer, an engine), a child can block forever on a
+    lock one of them held (a Judge started beside two training loops hung there). The clone is
+    replaced here by one that reports the pid it ran in, through a pipe, and fails."""
+    read, write = os.pipe()
+
+    def reporting_clone() -> int:
+        os.write(write, f"{os.getpid()}\n".encode())
+        raise OSError("not cloning in this test")
+
+    monkeypatch.setattr(sandbox, "fork_into_namespaces", reporting_clone)
+    assert sandbox._namespaces_per_candidate_work() is False  # the failed clone reads as "missing"
+    os.close(write)
+    with os.fdopen(read) as f:
+        ran_in = [int(x) for x in f.read().split()]
+    assert ran_in and os.getpid() not in ran_in

@@ -437,13 +437,23 @@ def isolation_mode() -> str:
 
 
 def _namespaces_per_candidate_work() -> bool:
-    try:
-        pid = fork_into_namespaces()
-    except OSError:
-        return False
-    if pid == 0:
-        os._exit(0 if os.getpid() == 1 else 1)
-    _, status = os.waitpid(pid, 0)
+    """Whether a candidate can be process 1 of its own PID and IPC namespaces here. The probe clones
+    from a plain ``os.fork`` child, never from this process: a raw clone() copies only the calling
+    thread and runs none of libc's fork handlers, so cloned from a process with other threads (a
+    trainer, an engine, a thread pool) the child can block forever on a lock one of them held. It
+    did: a Judge started beside two training loops hung in this check, 2 times in 7."""
+    child = os.fork()  # libc's and Python's fork handlers run: the child has one thread and sane locks
+    if child == 0:
+        code = 1
+        try:
+            pid = fork_into_namespaces()
+            if pid == 0:
+                os._exit(0 if os.getpid() == 1 else 1)
+            _, status = os.waitpid(pid, 0)
+            code = 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
