@@ -112,10 +112,10 @@ def choose_temperature(
     rates = [float(r) for r in pass_rates]
     if len(rates) != len(table):
         raise ValueError(f"{len(rates)} pass rates for {len(table)} temperatures")
-    cap = pass_guard_cap([t for t, _ in table], rates, guard)
+    temps = [t for t, _ in table]
+    cap = pass_guard_cap(temps, rates, guard)
     if cap is None or by_diversity.temperature <= cap:
         return replace(by_diversity, pass_rates=rates)
-    temps = [t for t, _ in table]
     lowered = _at_edge(temps, cap, by_diversity.rule, dict(table)[cap])
     note = (
         f"diversity alone chose {by_diversity.temperature:g}; the probe's pass rate there "
