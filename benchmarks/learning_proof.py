@@ -283,8 +283,10 @@ def load_rows(args, run_only: frozenset[str] | set[str] | None = None) -> list[d
     if not path.exists():
         return []
     old = json.loads(path.read_text())
-    same = {k: v for k, v in old.get("config", {}).items() if k not in run_only}
-    if same != {k: v for k, v in config_dict(args).items() if k not in run_only}:
+    new = {k: v for k, v in config_dict(args).items() if k not in run_only}
+    # a setting the old run did not have yet reads as unset (None), so adding an option to this
+    # script does not discard the rows of every earlier run
+    if {k: old.get("config", {}).get(k) for k in new} != new:
         path.rename(path.with_suffix(".json.old"))
         print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
         return []

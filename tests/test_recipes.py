@@ -240,6 +240,23 @@ def test_learning_proof_results_list_rows_in_table_order_whatever_order_they_fin
     ]
 
 
+def test_learning_proof_keeps_rows_of_a_run_made_before_a_setting_existed(tmp_path):
+    """A results.json written before --pass-guard existed (no such key) is the same settings as a
+    rerun that leaves the new option unset; a rerun that sets it, or changes another setting,
+    starts over with the old file kept aside."""
+    proof = load_learning_proof()
+    args = proof.parse(["--out", str(tmp_path), "--algos", "grpo", "--seeds", "0"])
+    row = {"algo": "grpo", "seed": 0, "warm_pass1": 40.0, "final_pass1": 50.0, "delta": 10.0, "minutes": 1.0}
+    proof.save(args, [row])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    del saved["config"]["pass_guard"]  # as written by the script before the option existed
+    (tmp_path / "results.json").write_text(json.dumps(saved))
+    assert proof.load_rows(args) == [row]
+    guarded = proof.parse(["--out", str(tmp_path), "--algos", "grpo", "--seeds", "0", "--pass-guard", "0.9"])
+    assert proof.load_rows(guarded) == []
+    assert (tmp_path / "results.json.old").exists()
+
+
 @pytest.mark.slow
 def test_learning_proof_smoke_writes_its_table_and_resumes(tmp_path):
     """benchmarks/learning_proof.py end to end at its plumbing size, then rerun: the rerun finds
