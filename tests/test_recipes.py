@@ -290,7 +290,7 @@ def test_warm_start_gate_checks_unseen_train_problems_and_records_them(tmp_path)
     cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
     cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
     cmd += ["--steps", "6", "--target-pass", "1.0", "--check-every", "2", "--check-problems", "3"]
-    cmd += ["--check-n", "2", "--max-tokens", "8", "--first-check", "4"]
+    cmd += ["--gate", "sampled", "--check-n", "2", "--max-tokens", "8", "--first-check", "4"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "warm_start.json").read_text())
@@ -309,7 +309,8 @@ def test_warm_start_slows_down_near_the_band_and_keeps_a_checked_model(tmp_path)
     cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
     cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
     cmd += ["--steps", "7", "--target-pass", "1.0", "--check-every", "4", "--check-problems", "2"]
-    cmd += ["--check-n", "2", "--max-tokens", "8", "--approach", "0", "--fine-every", "1"]
+    cmd += ["--gate", "sampled", "--check-n", "2", "--max-tokens", "8"]
+    cmd += ["--approach", "0", "--fine-every", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "warm_start.json").read_text())
@@ -321,10 +322,64 @@ def test_warm_start_slows_down_near_the_band_and_keeps_a_checked_model(tmp_path)
     assert f"kept the model of step {kept}" in done.stderr
 
 
-def test_the_warm_start_keeps_the_check_closest_to_its_target():
+def load_warm_start():
     spec = importlib.util.spec_from_file_location("warm_start", ROOT / "examples" / "learn" / "warm_start.py")
     warm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(warm)
+    return warm
+
+
+def test_the_likelihood_gate_is_the_mean_probability_of_the_reference_programs():
+    """The gate's batched, padded forward equals the product of next-token probabilities of each
+    reference program computed alone (no padding), averaged over the gate's problems."""
+    import torch
+
+    from mcoder.testing import TinySpec, build_model
+
+    warm = load_warm_start()
+    problems = list(read_records(ROOT / "examples" / "learn" / "train.jsonl", Problem))[:5]
+    spec = TinySpec(layers=1, seed=3)
+    tokenizer = warm.build_tokenizer(problems, spec.vocab)
+    model = build_model(spec, len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    gate = warm.LikelihoodGate(problems, tokenizer, target=0.5)
+    alone = []
+    with torch.no_grad():
+        for prompt, completion in warm.examples(problems, tokenizer):
+            logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].double()
+            logp = torch.log_softmax(logits, dim=-1)
+            alone.append(sum(logp[len(prompt) - 1 + i, t].item() for i, t in enumerate(completion)))
+    assert len({len(p) + len(c) for p, c in warm.examples(problems, tokenizer)}) > 1  # padding is exercised
+    expected = sum(torch.tensor(alone).exp().tolist()) / len(alone)
+    assert gate.value(model) == pytest.approx(expected, rel=1e-4, abs=1e-12)
+    assert not gate.reached(model, 7)  # a random model is nowhere near 0.5
+    assert gate.history == [{"step": 7, "gate_reference_prob": pytest.approx(expected, rel=1e-4, abs=1e-12)}]
+    assert model.training  # the gate hands the model back in training mode
+
+
+@pytest.mark.slow
+def test_warm_start_likelihood_gate_checks_every_step_near_the_band(tmp_path):
+    """The default gate: checked every --check-every steps, then every step from the approach
+    phase on; the same gate problems for every seed; the closest checked model is written."""
+    out = tmp_path / "warm"
+    cmd = [sys.executable, str(ROOT / "examples" / "learn" / "warm_start.py")]
+    cmd += ["--problems", str(ROOT / "examples" / "learn" / "train.jsonl"), "--out", str(out)]
+    cmd += ["--steps", "7", "--target-pass", "1.0", "--check-every", "3", "--check-problems", "4"]
+    cmd += ["--approach", "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "warm_start.json").read_text())
+    assert summary["gate"] == "likelihood" and summary["gate_problems"] == 4
+    assert [c["step"] for c in summary["checks"]] == [3, 4, 5, 6, 7]
+    values = [c["gate_reference_prob"] for c in summary["checks"]]
+    assert all(0.0 <= v < 1.0 for v in values)  # a random model's P(reference) may underflow to 0
+    best = min(abs(v - 1.0) for v in values)
+    closest = [c["step"] for c in summary["checks"] if abs(c["gate_reference_prob"] - 1.0) == best]
+    assert summary["kept_step"] == max(closest)
+    assert "P(reference)" in done.stderr and "on 4 unseen train problems" in done.stderr
+
+
+def test_the_warm_start_keeps_the_check_closest_to_its_target():
+    warm = load_warm_start()
     checks = [(100, 0.20, "a"), (110, 0.30, "b"), (120, 0.38, "c"), (130, 0.62, "d")]
     assert warm.closest_check(checks, 0.35)[0] == 120
     assert warm.closest_check(checks, 0.30)[0] == 110
