@@ -5,9 +5,11 @@
     python benchmarks/learning_proof.py --out learn-run --smoke              # seconds-sized plumbing check
 
 For each seed: examples/learn/warm_start.py builds a tiny model and gives it a short supervised
-pass on the train problems of examples/learn/, stopped once it solves --warm-target of 16 train
-problems the pass leaves out (so that every seed starts from a comparable policy, above the
-share that guessing the constant reaches); its held-out pass@1 is measured with
+pass on the train problems of examples/learn/, stopped once its gate reads --warm-target: the
+mean probability that it writes the reference programs of 48 train problems the pass leaves out
+(the same 48 for every seed; near the target the pass slows down and the gate reads every step),
+so that every seed starts from a comparable policy above the share that guessing the constant
+reaches; its held-out pass@1 is measured with
 `mcoder rollout` + `mcoder judge` + `mcoder bench`; then `mcoder train --loop` runs
 MicroCoder-GRPO and plain GRPO from that same warm start on the train problems, and the
 held-out pass@1 of each final checkpoint is measured the same way. Goal: +15 points
@@ -323,8 +325,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--warm-target",
         type=float,
         default=0.35,
-        help="the warm start stops once this share of programs sampled for train problems it was not "
-        "trained on passes (0: all --sft-steps on every train problem)",
+        help="the warm start stops once its gate (the mean probability of the reference programs of 48 "
+        "train problems it was not trained on) reads this (0: all --sft-steps on every train problem)",
     )
     p.add_argument("--steps", type=int, default=150, help="RL loop steps")
     p.add_argument("--n", type=int, default=8, help="G, samples per problem in training")

@@ -37,8 +37,9 @@ done
 LEARN="$REPO_DIR/examples/learn"
 # Sizes: the warm start (at twice the proof's learning rate) stops at the first check (every 25
 # steps from step 200; earlier ones never pass and each costs as much as ~30 steps) where 35 % of
-# 8 samples on each of 16 unseen train problems pass (--approach 1: without the proof's slower
-# approach to the band, whose extra checks cost more than the demo can spend); RL samples 16
+# 8 samples on each of 16 unseen train problems pass (--gate sampled --approach 1: the proof's
+# likelihood gate keeps 48 problems out of the pass, which then needed 535 steps instead of 325,
+# and its slower approach to the band costs more than the demo can spend); RL samples 16
 # problems x G = 8 per step;
 # held-out pass@1 is over the first 50 held-out problems x 4 samples at T = 1.0.
 SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.35 BATCH=16 N=8 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
@@ -55,6 +56,7 @@ stage 1 "warm start: a tiny Qwen3 taught the answer format on examples/learn/tra
 if [[ ! -f "$OUT/model/config.json" ]]; then
   "$PY" "$LEARN/warm_start.py" --problems "$LEARN/train.jsonl" --out "$OUT/model" --steps "$SFT_STEPS" \
     --lr "$SFT_LR" --target-pass "$TARGET" --first-check "$FIRST_CHECK" --approach 1 --seed "$SEED" \
+    --gate sampled --check-problems 16 --check-every 25 \
     >/dev/null 2>"$OUT/warm_start.log"
 fi
 
