@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-GATE_SEED = 0  # chooses the gate's problems: the same for every --seed
+# Chooses the likelihood gate's problems: the same for every --seed (sampled: by --seed, as before).
+GATE_SEED = 0
 
 
 def examples(problems, tokenizer) -> list[tuple[list[int], list[int]]]:
@@ -252,8 +253,10 @@ def warm_start(
     (every ``check_every`` steps, from step ``first_check`` on) where the gate reads
     ``target_pass``: with ``gate="likelihood"`` (``LikelihoodGate``) the mean probability of
     writing their reference programs, with ``gate="sampled"`` (``TrainPassGate``) the pass rate of
-    ``check_n`` judged samples each (a check then costs more than 25 steps of the pass). The gate's
-    problems are chosen with a fixed seed, so every seed's gate reads the same problems.
+    ``check_n`` judged samples each (a check then costs more than 25 steps of the pass). The
+    likelihood gate's problems are chosen with a fixed seed, so every seed's gate reads the same
+    problems; the sampled gate's by ``seed``, as it always was (its published runs stay
+    reproducible).
 
     Near the band the pass slows down: from the first check whose pass rate reaches
     ``approach`` x ``target_pass`` on, the learning rate is multiplied by ``approach_lr`` and checks
@@ -280,9 +283,8 @@ def warm_start(
     kind, gate = gate, None
     sft = problems
     if target_pass > 0:  # the gate's problems are set aside before the pass sees anything
-        held = set(
-            random.Random(GATE_SEED).sample(range(len(problems)), min(check_problems, len(problems) - 1))
-        )
+        chooser = random.Random(GATE_SEED if kind == "likelihood" else seed)
+        held = set(chooser.sample(range(len(problems)), min(check_problems, len(problems) - 1)))
         sft = [p for i, p in enumerate(problems) if i not in held]
         chosen = [problems[i] for i in sorted(held)]
         if kind == "likelihood":
