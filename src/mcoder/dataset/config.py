@@ -77,6 +77,10 @@ DEFAULT_DIMENSIONS = (
 )
 
 
+SCORING = ("generate", "expected")
+"""How `predict` turns the model into scores (PredictConfig.scoring)."""
+
+
 def parse_dimensions(specs: tuple[str, ...] | list[str]) -> list[tuple[str, float, str]]:
     """``("algorithmic_thinking=0.3", ...)`` -> [(name, weight, description)], checked. A name the
     table above does not know is described to the model by the name itself."""
@@ -135,6 +139,11 @@ class PredictConfig:
     dimension: tuple[str, ...] = DEFAULT_DIMENSIONS
     """A difficulty dimension and its weight, NAME=WEIGHT (repeatable; given once, it replaces the
     defaults, which are mcoder's choice: the paper's other dimensions and its weights are not public)."""
+    scoring: str = "generate"
+    """generate: the model writes its answer and each `name: score` line is read (malformed answers
+    retried); expected: nothing is generated, each dimension's score is the expected rating under
+    the model's next-token probabilities after `name: ` (G-Eval's probability-weighted score), which
+    any causal LM gives; --max-tokens, --temperature, --retries and --seed do not apply."""
     max_tokens: int = 96
     """Most tokens of one answer."""
     temperature: float = 0.0
@@ -154,6 +163,8 @@ class PredictConfig:
 
     def validate(self) -> PredictConfig:
         parse_dimensions(self.dimension)
+        if self.scoring not in SCORING:
+            raise UsageError(f"--scoring {self.scoring}: unknown", hint="use generate or expected")
         if self.engine not in ("auto", "hf", "vllm"):
             raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
         if self.max_tokens < 1 or self.batch_size < 1 or self.retries < 0:
@@ -165,10 +176,17 @@ class PredictConfig:
         return self
 
     def settings(self) -> dict:
-        """What decides the scores written (a rerun continues only with the same)."""
+        """What decides the scores written (a rerun continues only with the same). ``scoring`` is
+        left out when it is ``generate``, so an output made before the option existed still
+        resumes, while one of the other mode is refused; in ``expected`` mode the sampling
+        settings, which do not change a score, are left out."""
         import dataclasses
 
         skip = {"problems", "model", "adapter", "out", "overwrite", "batch_size"}
+        if self.scoring == "generate":
+            skip.add("scoring")
+        else:
+            skip |= {"max_tokens", "temperature", "retries", "retry_temperature", "seed"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
 

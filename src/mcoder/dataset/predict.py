@@ -14,12 +14,19 @@ Each problem gets one record in the scores file, keyed by ``problem_id``::
 context. A malformed answer is asked again up to ``--retries`` times with new seeds; it never stops
 the run. The output is claimed and resumed like every stage's (``mcoder.outputs``): a killed run
 rerun continues after the last problem written, and no problem is written twice.
+
+``--scoring expected`` generates nothing (``rate_expected``): each dimension's score is the
+expected rating under the model's next-token probabilities, which any causal LM gives, so a small
+model that never writes the asked format still ranks problems. Its records have the same fields,
+plus ``rating_mass`` (per dimension: the probability the model put on a rating at all) and
+``rating_mass_mean``; ``answer`` shows each dimension's expected score and mass.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,12 +34,15 @@ from pathlib import Path
 
 from mcoder import console
 from mcoder.dataset.config import PredictConfig, parse_dimensions
+from mcoder.errors import UsageError
 from mcoder.jsonl import RecordWriter
 from mcoder.outputs import claim_output
 from mcoder.prompts import difficulty_messages, render_messages
 from mcoder.records import SCHEMA_VERSION, Problem
 
 SCALE = (1.0, 10.0)
+RATINGS = tuple(range(1, 11))  # what --scoring expected weighs: the whole numbers of SCALE
+NO_RATING = "no probability on any rating"
 ANSWER_KEPT = 300  # characters of the last answer kept in a record (to read why it failed)
 SCORE_FIELDS = ("problem_id", "status", "score")
 
@@ -164,10 +174,27 @@ def _make_engine(cfg: PredictConfig):
 
     folder = check_model_dir(cfg.model, cfg.adapter)
     tokenizer = load_tokenizer(folder)
+    if cfg.scoring == "expected":
+        _check_expected_engine(cfg.engine)
     engine = make_engine(
         cfg.engine, cfg.model, cfg.adapter, tokenizer=tokenizer, batch_size=cfg.batch_size, seed=cfg.seed
     )
-    return engine, tokenizer, PromptBudget.of(str(folder.base), cfg.max_tokens).limit
+    # expected: the sequence scored is the prompt and the rating, nothing generated after it
+    room = cfg.max_tokens if cfg.scoring == "generate" else 0
+    return engine, tokenizer, PromptBudget.of(str(folder.base), room).limit
+
+
+def _check_expected_engine(kind: str) -> None:
+    """Refuse --scoring expected on a vLLM that cannot give the log-probs of chosen tokens, before
+    a model loads (a missing vLLM is make_engine's to report)."""
+    from mcoder.rollout.engines.factory import vllm_available
+
+    if kind == "hf" or not vllm_available():
+        return
+    from mcoder.rollout.engines.vllm_engine import TOKEN_LOGPROBS_MISSING, supports_token_logprobs
+
+    if not supports_token_logprobs():
+        raise UsageError(TOKEN_LOGPROBS_MISSING, hint="pass --engine hf, or install a newer vLLM")
 
 
 def rate(
@@ -178,8 +205,10 @@ def rate(
     summary: PredictSummary,
     context: int | None,
 ) -> list[dict]:
-    """One score record per problem, in input order: each problem asked until its answer reads, at
-    most 1 + retries times."""
+    """One score record per problem, in input order: with --scoring generate each problem asked
+    until its answer reads, at most 1 + retries times; with expected see ``rate_expected``."""
+    if cfg.scoring == "expected":
+        return rate_expected(problems, engine, tokenizer, cfg, summary, context)
     from mcoder.rollout.engines.base import derive_seed
 
     dims = parse_dimensions(cfg.dimension)
@@ -231,12 +260,165 @@ def rate(
 
 
 def _record(
-    pid: str, status: str, *, attempts: int, model: str, scores=None, score=None, error=None, answer=""
-) -> dict:
+    pid: str, status: str, *, attempts: int, model: str, scores=None, score=None, error=None, answer="",
+    **extra,
+) -> dict:  # fmt: skip
     return {
         "schema": SCHEMA_VERSION, "problem_id": pid, "status": status, "scores": scores, "score": score,
-        "attempts": attempts, "error": error, "answer": answer[:ANSWER_KEPT], "model": model,
+        "attempts": attempts, "error": error, "answer": answer[:ANSWER_KEPT], "model": model, **extra,
     }  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- --scoring expected
+
+
+@dataclass
+class RatingTokens:
+    """How the model would write each rating of one dimension after the prompt: ``prefix``, the
+    ids every rating's text starts with (the prompt and ``name:``, with the space when the
+    tokenizer keeps it apart), and ``tails[i]``, the ids that follow for rating ``RATINGS[i]``."""
+
+    prefix: list[int]
+    tails: list[list[int]]
+
+    @property
+    def contexts(self) -> list[tuple[int, ...]]:
+        """Each distinct start of a tail after which a next token is read: () for every first
+        token, ("1",) for the "0" of a 10 written as two tokens."""
+        return sorted({tuple(t[:i]) for t in self.tails for i in range(len(t))}, key=lambda c: (len(c), c))
+
+    def queries(self) -> list[tuple[list[int], list[int]]]:
+        """(context ids, the token ids whose probability is needed there), one per context."""
+        out = []
+        for ctx in self.contexts:
+            after = {t[len(ctx)] for t in self.tails if len(t) > len(ctx) and tuple(t[: len(ctx)]) == ctx}
+            out.append((self.prefix + list(ctx), sorted(after)))
+        return out
+
+    def probabilities(self, logprobs: list[list[float]]) -> list[float]:
+        """P(rating) for each of RATINGS, not renormalised, from the log-probs ``queries`` asked
+        for (in their order). A rating's probability is that of its tokens in a row; when one
+        rating's tokens begin another's (10 written "1", "0"), the longer one is taken out of the
+        shorter: P(1) = P("1") - P("1", "0")."""
+        logp = {
+            (ctx, tok): lp
+            for (ctx_ids, toks), lps in zip(self.queries(), logprobs, strict=True)
+            for ctx in (tuple(ctx_ids[len(self.prefix) :]),)
+            for tok, lp in zip(toks, lps, strict=True)
+        }
+        joint = [math.exp(sum(logp[(tuple(t[:i]), t[i])] for i in range(len(t)))) for t in self.tails]
+        out = []
+        for r, t in enumerate(self.tails):
+            longer = [u for u, other in enumerate(self.tails) if _starts(other, t)]
+            # of the ratings that continue this one, those that continue no other of them
+            first = [u for u in longer if not any(_starts(self.tails[u], self.tails[v]) for v in longer)]
+            out.append(max(0.0, joint[r] - sum(joint[u] for u in first)))
+        return out
+
+
+def _starts(longer: list[int], shorter: list[int]) -> bool:
+    """``longer`` continues ``shorter`` (a proper extension)."""
+    return len(longer) > len(shorter) and longer[: len(shorter)] == shorter
+
+
+def rating_tokens(prompt_text: str, name: str, tokenizer) -> RatingTokens:
+    """The ids of ``prompt_text + "name: r"`` for each rating r, split where they part."""
+    ids = tokenizer([f"{prompt_text}{name}: {r}" for r in RATINGS], add_special_tokens=False)["input_ids"]
+    n = min(len(i) for i in ids)
+    n = next((k for k in range(n) if len({i[k] for i in ids}) > 1), n)
+    tails = [list(i[n:]) for i in ids]
+    if not all(tails) or len({tuple(t) for t in tails}) != len(tails):
+        raise ValueError(f"the tokenizer does not tell the ratings of {name} apart")
+    return RatingTokens(list(ids[0][:n]), tails)
+
+
+def expected_rating(probs: list[float]) -> tuple[float | None, float]:
+    """(sum_r r P(r) / sum_r P(r), sum_r P(r)): the expected rating renormalised over RATINGS, and
+    the mass they held (None when it is 0)."""
+    mass = sum(probs)
+    if not mass > 0:
+        return None, 0.0
+    return sum(r * p for r, p in zip(RATINGS, probs, strict=True)) / mass, mass
+
+
+def rate_expected(
+    problems: list[Problem],
+    engine,
+    tokenizer,
+    cfg: PredictConfig,
+    summary: PredictSummary,
+    context: int | None,
+) -> list[dict]:
+    """One score record per problem, in input order, with nothing generated: the probability-
+    weighted scoring of G-Eval (Liu et al. 2023). Deterministic, so never retried.
+
+    For each dimension the model reads the rating prompt (``difficulty_messages`` through the chat
+    template) and, as the start of its answer, ``name: ``; the dimension's score is the expected
+    rating under its next-token probabilities, renormalised over the ratings 1..10 (``RATINGS``),
+    and ``rating_mass`` the probability those ratings held. Each dimension is asked alone, not
+    after lines for the dimensions before it: its score then does not lean on the earlier
+    expected values (which such lines would have to round to whole numbers), and every dimension
+    shares one prompt, run once per problem.
+
+    P(r) is the probability that the tokens after the prompt are those the tokenizer writes for
+    ``name: r`` (``rating_tokens``). When one rating's tokens begin another's, the longer rating
+    is taken out of the shorter: where 10 is written "1", "0", P(10) = P("1") P("0" | "1") and
+    P(1) = P("1") - P(10); where "10" is one token, it is read directly. What follows a rating's
+    last token is not read (a "15" written "1", "5" counts as 1): numbers beyond the scale are not
+    told apart, mass the instruction asked the model not to use."""
+    if not hasattr(engine, "next_token_logprobs"):
+        raise UsageError(
+            f"--scoring expected: the {engine.name} engine gives no token log-probs", hint="use --engine hf"
+        )
+    dims = parse_dimensions(cfg.dimension)
+    names = [n for n, _, _ in dims]
+    weights = {n: w for n, w, _ in dims}
+    described = [(n, d) for n, _, d in dims]
+    records: dict[str, dict] = {}
+    plans: list[tuple[Problem, list[RatingTokens]]] = []
+    for p in problems:
+        text, _ = render_messages(difficulty_messages(p, described), tokenizer)
+        tokens = [rating_tokens(text, name, tokenizer) for name in names]
+        longest = max(len(t.prefix) + len(tail) for t in tokens for tail in t.tails)
+        if context is not None and longest > context:
+            records[p.id] = _record(
+                p.id, "too_long", attempts=0, error=f"prompt and rating of {longest} tokens", model=cfg.model
+            )
+            summary.too_long += 1
+        else:
+            plans.append((p, tokens))
+    groups = [[q for t in tokens for q in t.queries()] for _, tokens in plans]
+    answers = engine.next_token_logprobs(groups) if groups else []
+    for (p, tokens), logprobs in zip(plans, answers, strict=True):
+        summary.answers += 1
+        scores: dict[str, float] = {}
+        mass: dict[str, float] = {}
+        pos = 0
+        for name, t in zip(names, tokens, strict=True):
+            n = len(t.contexts)
+            value, held = expected_rating(t.probabilities(logprobs[pos : pos + n]))
+            pos += n
+            mass[name] = round(held, 6)
+            if value is not None:
+                scores[name] = round(value, 6)
+        answer = "\n".join(f"{n}: {scores[n]:.4f} (rating mass {mass[n]:.4f})" for n in scores)
+        extra = {"rating_mass": mass, "rating_mass_mean": round(sum(mass.values()) / len(mass), 6)}
+        if len(scores) < len(names):  # every rating's probability underflowed to 0
+            lost = next(n for n in names if n not in scores)
+            summary.malformed_answers += 1
+            summary.malformed += 1
+            summary.errors[NO_RATING] = summary.errors.get(NO_RATING, 0) + 1
+            records[p.id] = _record(
+                p.id, "malformed", attempts=1, error=f"{lost}: {NO_RATING}", answer=answer,
+                model=cfg.model, **extra,
+            )  # fmt: skip
+            continue
+        records[p.id] = _record(
+            p.id, "ok", attempts=1, scores=scores, score=weighted_score(scores, weights), answer=answer,
+            model=cfg.model, **extra,
+        )  # fmt: skip
+        summary.ok += 1
+    return [records[p.id] for p in problems]
 
 
 def show_summary(s: PredictSummary) -> None:

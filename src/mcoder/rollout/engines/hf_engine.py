@@ -119,6 +119,76 @@ class HFEngine:
             )
         return self._to_samples(torch.stack(tokens, 1).tolist(), torch.stack(logprobs, 1).tolist())
 
+    def next_token_logprobs(self, groups: list[list[tuple[list[int], list[int]]]]) -> list[list[list[float]]]:
+        """log p(token | context) under the model's own next-token distribution (temperature 1,
+        no top-k / top-p), for each query ``(context ids, token ids)``; nothing is sampled.
+
+        The queries come in groups (one problem's) whose contexts share a long prefix: the prefix
+        is run once per group, ``batch_size`` groups at a time and left-padded, then each query's
+        own tail on that cache, right-padded (a row's real tokens come before its padding, so
+        causal attention never reads the padding), and the cache is cut back to the prefix before
+        the next query. Within float rounding, each value is what one unpadded forward pass of
+        the context alone gives."""
+        out: list[list[list[float]]] = [[[] for _ in g] for g in groups]
+        with _inference(self.model):
+            for start in range(0, len(groups), self.batch_size):
+                chunk = groups[start : start + self.batch_size]
+                got = self._group_logprobs(chunk)
+                for i, rows in enumerate(got):
+                    out[start + i] = rows
+        return out
+
+    def _group_logprobs(self, groups: list[list[tuple[list[int], list[int]]]]) -> list[list[list[float]]]:
+        device = model_device(self.model)
+        shared = [_common_prefix([ctx for ctx, _ in g]) for g in groups]
+        if not all(shared):
+            raise ValueError("the contexts of a group must share at least their first token")
+        # a context that begins a longer one is read from the longer one's row
+        rows = [_longest_contexts([ctx for ctx, _ in g]) for g in groups]
+        ids, mask = _left_pad(shared, self.pad_id, device)
+        first = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+            use_cache=True, logits_to_keep=1,
+        )  # fmt: skip
+        cache, lengths = first.past_key_values, mask.sum(-1)
+        # logp[b][(row, n)]: the next-token log-probs after the first n tokens of row `row`
+        logp: list[dict[tuple[int, int], torch.Tensor]] = [{} for _ in groups]
+        last = torch.log_softmax(first.logits[:, -1, :].float(), dim=-1)
+        for b, s in enumerate(shared):
+            for r in range(len(rows[b])):
+                logp[b][(r, len(s))] = last[b]
+        for k in range(max(len(r) for r in rows)):
+            tails = [r[k][len(s) :] if k < len(r) else [] for r, s in zip(rows, shared)]
+            if not any(tails):
+                continue
+            span = max(len(t) for t in tails)
+            tail_ids = torch.full((len(groups), span), self.pad_id, dtype=torch.long)
+            tail_mask = torch.zeros((len(groups), span), dtype=torch.long)
+            for b, t in enumerate(tails):
+                tail_ids[b, : len(t)] = torch.tensor(t, dtype=torch.long)
+                tail_mask[b, : len(t)] = 1
+            tail_ids, tail_mask = tail_ids.to(device), tail_mask.to(device)
+            res = self.model(
+                input_ids=tail_ids, attention_mask=torch.cat([mask, tail_mask], dim=-1),
+                position_ids=lengths[:, None] + torch.arange(span, device=device)[None, :],
+                past_key_values=cache, use_cache=True,
+            )  # fmt: skip
+            for b, t in enumerate(tails):
+                for j in range(len(t)):
+                    logp[b][(k, len(shared[b]) + j + 1)] = torch.log_softmax(
+                        res.logits[b, j, :].float(), dim=-1
+                    )
+            cache = res.past_key_values
+            cache.crop(-span)  # back to the shared prefixes for the next row
+        out: list[list[list[float]]] = []
+        for b, g in enumerate(groups):
+            got = []
+            for ctx, tokens in g:
+                row = next(r for r, full in enumerate(rows[b]) if full[: len(ctx)] == ctx)
+                got.append(logp[b][(row, len(ctx))][tokens].tolist())
+            out.append(got)
+        return out
+
     def _to_samples(self, tokens: list[list[int]], logprobs: list[list[float]]) -> list[Generation]:
         samples = []
         for ids, lps in zip(tokens, logprobs):
@@ -169,6 +239,24 @@ def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tens
         ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
         mask[i, width - len(p) :] = 1
     return ids.to(device), mask.to(device)
+
+
+def _longest_contexts(contexts: list[list[int]]) -> list[list[int]]:
+    """The contexts that begin no longer one (each other context is the start of one of them)."""
+    rows: list[list[int]] = []
+    for ctx in sorted(contexts, key=len, reverse=True):
+        if not any(r[: len(ctx)] == ctx for r in rows):
+            rows.append(ctx)
+    return rows
+
+
+def _common_prefix(rows: list[list[int]]) -> list[int]:
+    first = rows[0]
+    n = len(first)
+    for r in rows[1:]:
+        n = min(n, len(r))
+        n = next((i for i in range(n) if r[i] != first[i]), n)
+    return list(first[:n])
 
 
 @contextlib.contextmanager

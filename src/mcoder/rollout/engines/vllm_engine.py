@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcoder.errors import UsageError
 from mcoder.models import eos_ids
 from mcoder.rollout.engines.base import Generation, decode, prompt_seeds
 
@@ -163,6 +164,33 @@ class VLLMEngine:
         if index:
             raise RuntimeError(f"vLLM finished without {len(index)} of the queued requests")
 
+    def next_token_logprobs(self, groups: list[list[tuple[list[int], list[int]]]]) -> list[list[list[float]]]:
+        """log p(token | context) under the model's own next-token distribution (temperature 1,
+        no top-k / top-p), for each query ``(context ids, token ids)``, as the hf engine's method.
+        One request per query, one token long, asking vLLM for the log-probs of exactly those
+        tokens (``logprob_token_ids``); vLLM's prefix cache runs a group's shared prompt once.
+        A vLLM without ``logprob_token_ids`` is a UsageError (see ``supports_token_logprobs``)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if not supports_token_logprobs():
+            raise UsageError(TOKEN_LOGPROBS_MISSING, hint="pass --engine hf, or install a newer vLLM")
+        self.wake_up()
+        queries = [q for g in groups for q in g]
+        plain = {"n": 1, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "max_tokens": 1, "seed": 0}
+        params = [
+            SamplingParams(**plain, detokenize=False, logprob_token_ids=sorted(set(tokens)))
+            for _, tokens in queries
+        ]
+        prompts = [TokensPrompt(prompt_token_ids=list(ctx)) for ctx, _ in queries]
+        outputs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
+        flat = []
+        for (_, tokens), o in zip(queries, outputs, strict=True):
+            step = o.outputs[0].logprobs[0]
+            flat.append([float(step[t].logprob) for t in tokens])
+        it = iter(flat)
+        return [[next(it) for _ in g] for g in groups]
+
     def _requests(self, prompt_ids, n: int, max_tokens: int, temperature: float, seed) -> tuple[list, list]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -192,6 +220,21 @@ class VLLMEngine:
         # Judge the finish by the tokens, as the hf engine does: EOS last means it stopped.
         reason = "stop" if ids and ids[-1] in self.eos_ids else "length"
         return Generation(ids, logprobs, reason, decode(self.tokenizer, ids))
+
+
+TOKEN_LOGPROBS_MISSING = (
+    "--scoring expected with --engine vllm needs vLLM's logprob_token_ids (the log-probs of chosen "
+    "tokens), which the installed vLLM does not have"
+)
+
+
+def supports_token_logprobs() -> bool:
+    """Whether the installed vLLM returns the log-probs of chosen tokens (``logprob_token_ids``):
+    without it a rating token outside the top few would go unseen, and the expected score would
+    be a guess."""
+    from vllm import SamplingParams
+
+    return hasattr(SamplingParams, "logprob_token_ids")
 
 
 def _counter(request_id: str) -> str:
