@@ -95,7 +95,40 @@ def build_tokenizer(problems, vocab: int):
     return fast
 
 
-class TrainPassGate:
+class Gate:
+    """What both gates share: ``reached`` measures (``measure``), records the check under ``KEY``
+    and says whether it reads the target."""
+
+    KEY = ""  # the name of the gate's value in warm_start.json
+    LABEL = ""  # how the log line names it
+
+    def __init__(self, problems, target: float):
+        self.problems = list(problems)
+        self.target = target
+        self.history: list[dict] = []
+
+    def measure(self, model, step: int) -> float:
+        raise NotImplementedError
+
+    def reached(self, model, step: int) -> bool:
+        rate = self.measure(model, step)
+        self.history.append({"step": step, self.KEY: rate})
+        print(
+            f"sft step {step}: {self.LABEL} {100 * rate:.1f}% on {len(self.problems)} unseen train problems "
+            f"(target {100 * self.target:.0f}%)",
+            file=sys.stderr,
+        )
+        return rate >= self.target
+
+    @property
+    def last_rate(self) -> float:
+        return self.history[-1][self.KEY]
+
+    def close(self) -> None:
+        pass
+
+
+class TrainPassGate(Gate):
     """Stops the supervised pass once the model solves ``target`` of a few train problems that
     the pass itself never trains on (the gate's own split), sampled at T = 1.0 and judged by
     mcoder's sandboxed judge.
@@ -115,23 +148,18 @@ class TrainPassGate:
     model kept is the checked one closest to the target, not merely the first one past it.
     """
 
+    KEY, LABEL = "gate_pass_rate", "pass rate"
+
     def __init__(self, problems, tokenizer, *, target: float, n: int, max_tokens: int, seed: int):
         from mcoder.judge.config import JudgeConfig
         from mcoder.judge.core import Judge
 
-        self.problems = list(problems)
+        super().__init__(problems, target)
         self.by_id = {p.id: p for p in self.problems}
-        self.tokenizer, self.target, self.n, self.max_tokens, self.seed = (
-            tokenizer,
-            target,
-            n,
-            max_tokens,
-            seed,
-        )
+        self.tokenizer, self.n, self.max_tokens, self.seed = tokenizer, n, max_tokens, seed
         self.judge = Judge(JudgeConfig()).__enter__()  # closed by close()
-        self.history: list[dict] = []
 
-    def reached(self, model, step: int) -> bool:
+    def measure(self, model, step: int) -> float:
         import torch
 
         from mcoder.rollout.engines.hf_engine import HFEngine
@@ -151,24 +179,13 @@ class TrainPassGate:
             )
         model.train()
         verdicts = self.judge.judge(self.by_id, rollouts)
-        rate = sum(v.passed for v in verdicts) / max(len(verdicts), 1)
-        self.history.append({"step": step, "gate_pass_rate": rate})
-        print(
-            f"sft step {step}: pass rate {100 * rate:.1f}% on {len(self.problems)} unseen train problems "
-            f"(target {100 * self.target:.0f}%)",
-            file=sys.stderr,
-        )
-        return rate >= self.target
-
-    @property
-    def last_rate(self) -> float:
-        return self.history[-1]["gate_pass_rate"]
+        return sum(v.passed for v in verdicts) / max(len(verdicts), 1)
 
     def close(self) -> None:
         self.judge.close()
 
 
-class LikelihoodGate:
+class LikelihoodGate(Gate):
     """The default gate: the probability that the model, sampling at T = 1.0, writes the reference
     program of an unseen train problem exactly, averaged over the gate's problems. One forward
     pass over the gate's problems gives it; nothing is sampled.
@@ -182,12 +199,15 @@ class LikelihoodGate:
     of 100 problems x 8 samples was within 0.06 of the gate's value (it is a lower bound in
     principle: another correct program also passes)."""
 
+    KEY, LABEL = "gate_reference_prob", "P(reference)"
+
     def __init__(self, problems, tokenizer, *, target: float):
-        self.problems = list(problems)
+        super().__init__(problems, target)
         self.rows = examples(self.problems, tokenizer)
         self.pad_id = tokenizer.pad_token_id
-        self.target = target
-        self.history: list[dict] = []
+
+    def measure(self, model, step: int) -> float:
+        return self.value(model)
 
     def value(self, model) -> float:
         import torch
@@ -203,23 +223,6 @@ class LikelihoodGate:
             per_row = (logp * (targets != -100)).sum(dim=-1)
         model.train()
         return per_row.exp().mean().item()
-
-    def reached(self, model, step: int) -> bool:
-        rate = self.value(model)
-        self.history.append({"step": step, "gate_reference_prob": rate})
-        print(
-            f"sft step {step}: P(reference) {100 * rate:.1f}% on {len(self.problems)} unseen train problems "
-            f"(target {100 * self.target:.0f}%)",
-            file=sys.stderr,
-        )
-        return rate >= self.target
-
-    @property
-    def last_rate(self) -> float:
-        return self.history[-1]["gate_reference_prob"]
-
-    def close(self) -> None:
-        pass
 
 
 def closest_check(kept: list[tuple[int, float, dict]], target: float) -> tuple[int, float, dict]:

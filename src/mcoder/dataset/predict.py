@@ -211,10 +211,7 @@ def rate(
         return rate_expected(problems, engine, tokenizer, cfg, summary, context)
     from mcoder.rollout.engines.base import derive_seed
 
-    dims = parse_dimensions(cfg.dimension)
-    names = [n for n, _, _ in dims]
-    weights = {n: w for n, w, _ in dims}
-    described = [(n, d) for n, _, d in dims]
+    names, weights, described = _dimensions(cfg)
     records: dict[str, dict] = {}
     pending: list[tuple[Problem, list[int]]] = []
     for p in problems:
@@ -257,6 +254,12 @@ def rate(
         pending = still
     summary.malformed += len(pending)
     return [records[p.id] for p in problems]
+
+
+def _dimensions(cfg: PredictConfig) -> tuple[list[str], dict[str, float], list[tuple[str, str]]]:
+    """The dimensions' names, their weights and (name, description) pairs for the prompt."""
+    dims = parse_dimensions(cfg.dimension)
+    return [n for n, _, _ in dims], {n: w for n, w, _ in dims}, [(n, d) for n, _, d in dims]
 
 
 def _record(
@@ -370,10 +373,7 @@ def rate_expected(
         raise UsageError(
             f"--scoring expected: the {engine.name} engine gives no token log-probs", hint="use --engine hf"
         )
-    dims = parse_dimensions(cfg.dimension)
-    names = [n for n, _, _ in dims]
-    weights = {n: w for n, w, _ in dims}
-    described = [(n, d) for n, _, d in dims]
+    names, weights, described = _dimensions(cfg)
     records: dict[str, dict] = {}
     plans: list[tuple[Problem, list[RatingTokens]]] = []
     for p in problems:
