@@ -116,14 +116,10 @@ def sample_lines(src: Path, dst: Path, count: int, seed: int) -> Path:
 
 
 def pass_rates(verdicts: Path) -> dict[str, float]:
-    """problem_id -> share of its judged samples that passed."""
-    seen: dict[str, list[int]] = {}
-    for line in verdicts.read_text().splitlines():
-        v = json.loads(line)
-        n = seen.setdefault(v["problem_id"], [0, 0])
-        n[0] += bool(v["passed"])
-        n[1] += 1
-    return {pid: p / n for pid, (p, n) in seen.items()}
+    """problem_id -> share of its judged samples that passed (read as `calibrate` reads them)."""
+    from mcoder.dataset.filter.difficulty import read_pass_counts
+
+    return {pid: passed / n for pid, (passed, n) in read_pass_counts([verdicts]).items()}
 
 
 def pass_counts(verdicts: Path) -> tuple[int, int, int]:
@@ -178,12 +174,9 @@ def label_agreement(problems: Path, scores: Path) -> dict:
     problems, the letter of the problem in its contest (A first), which mcoder keeps as
     meta.source_difficulty. A harder label with a higher score is a positive value."""
     from mcoder.dataset.calibrate import spearman
+    from mcoder.dataset.predict import read_scores
 
-    score = {}
-    for line in scores.read_text().splitlines():
-        r = json.loads(line)
-        if r["status"] == "ok":
-            score[r["problem_id"]] = r["score"]
+    score = {pid: s for pid, s in read_scores(scores).items() if s is not None}
     by_class, by_letter = [], []
     for line in problems.read_text().splitlines():
         p = json.loads(line)

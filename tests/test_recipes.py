@@ -350,7 +350,7 @@ def test_the_likelihood_gate_is_the_mean_probability_of_the_reference_programs()
             alone.append(sum(logp[len(prompt) - 1 + i, t].item() for i, t in enumerate(completion)))
     assert len({len(p) + len(c) for p, c in warm.examples(problems, tokenizer)}) > 1  # padding is exercised
     expected = sum(torch.tensor(alone).exp().tolist()) / len(alone)
-    assert gate.value(model) == pytest.approx(expected, rel=1e-4, abs=1e-12)
+    assert gate.measure(model) == pytest.approx(expected, rel=1e-4, abs=1e-12)
     assert not gate.reached(model, 7)  # a random model is nowhere near 0.5
     assert gate.history == [{"step": 7, "gate_reference_prob": pytest.approx(expected, rel=1e-4, abs=1e-12)}]
     assert model.training  # the gate hands the model back in training mode

@@ -206,10 +206,7 @@ class LikelihoodGate(Gate):
         self.rows = examples(self.problems, tokenizer)
         self.pad_id = tokenizer.pad_token_id
 
-    def measure(self, model, step: int) -> float:
-        return self.value(model)
-
-    def value(self, model) -> float:
+    def measure(self, model, step: int = 0) -> float:  # the step does not change it: nothing is sampled
         import torch
 
         model.eval()
@@ -301,9 +298,8 @@ def warm_start(
     t0 = time.perf_counter()
     done = 0
     near = False  # in the approach phase (slower pass, finer checks)
-    kept: list[
-        tuple[int, float, dict]
-    ] = []  # the approach phase's closest check: (step, gate value, weights)
+    # the approach phase's closest check so far: (step, gate value, weights)
+    best: tuple[int, float, dict] | None = None
     try:
         for step in range(1, steps + 1):
             ids, mask, labels = batch_tensors(rng.sample(rows, min(batch, len(rows))), tokenizer.pad_token_id)
@@ -329,16 +325,16 @@ def warm_start(
                     group["lr"] = lr * approach_lr
             if near:  # only the closest so far is kept: with a check every step there are hundreds
                 now = (step, gate.last_rate, None)
-                if not kept or closest_check([kept[0], now], target_pass) is now:
-                    kept = [(step, gate.last_rate, copy.deepcopy(model.state_dict()))]
+                if best is None or closest_check([best, now], target_pass) is now:
+                    best = (step, gate.last_rate, copy.deepcopy(model.state_dict()))
             if reached:
                 break
     finally:
         if gate is not None:
             gate.close()
     kept_step = done
-    if kept:
-        kept_step, rate, weights = closest_check(kept, target_pass)
+    if best is not None:
+        kept_step, rate, weights = best
         model.load_state_dict(weights)
         print(f"kept the model of step {kept_step} (gate {100 * rate:.1f}%)", file=sys.stderr)
     # Written beside, then moved into place: a folder at `out` is always a whole model, so a
@@ -355,7 +351,7 @@ def warm_start(
         "max_steps": steps,
         "target_pass": target_pass,
         "gate": kind,
-        "gate_problems": check_problems if gate else 0,
+        "gate_problems": len(gate.problems) if gate else 0,
         "checks": gate.history if gate else [],
     }
     (part / "warm_start.json").write_text(json.dumps(summary, indent=2))

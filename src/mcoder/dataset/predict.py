@@ -191,10 +191,9 @@ def _check_expected_engine(kind: str) -> None:
 
     if kind == "hf" or not vllm_available():
         return
-    from mcoder.rollout.engines.vllm_engine import TOKEN_LOGPROBS_MISSING, supports_token_logprobs
+    from mcoder.rollout.engines.vllm_engine import require_token_logprobs
 
-    if not supports_token_logprobs():
-        raise UsageError(TOKEN_LOGPROBS_MISSING, hint="pass --engine hf, or install a newer vLLM")
+    require_token_logprobs()
 
 
 def rate(

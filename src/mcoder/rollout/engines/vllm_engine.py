@@ -173,8 +173,7 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        if not supports_token_logprobs():
-            raise UsageError(TOKEN_LOGPROBS_MISSING, hint="pass --engine hf, or install a newer vLLM")
+        require_token_logprobs()
         self.wake_up()
         queries = [q for g in groups for q in g]
         plain = {"n": 1, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "max_tokens": 1, "seed": 0}
@@ -235,6 +234,12 @@ def supports_token_logprobs() -> bool:
     from vllm import SamplingParams
 
     return hasattr(SamplingParams, "logprob_token_ids")
+
+
+def require_token_logprobs() -> None:
+    """A UsageError naming the limitation when the installed vLLM lacks ``logprob_token_ids``."""
+    if not supports_token_logprobs():
+        raise UsageError(TOKEN_LOGPROBS_MISSING, hint="pass --engine hf, or install a newer vLLM")
 
 
 def _counter(request_id: str) -> str:
