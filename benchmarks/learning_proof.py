@@ -164,6 +164,8 @@ def train(algo: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
         cmd += ["--temperature", args.temperature]
     if args.pass_guard is not None:
         cmd += ["--pass-guard", args.pass_guard]
+    if args.temperature_rule is not None:
+        cmd += ["--temperature-rule", args.temperature_rule]
     sh(cmd, log)
     return run / "checkpoint"
 
@@ -346,6 +348,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--pass-guard",
         type=float,
         help="with --temperature auto: the loop's pass-rate guard (default: the loop's own; 0: diversity alone)",
+    )
+    p.add_argument(
+        "--temperature-rule",
+        choices=("knee", "rise", "spread"),
+        help="with --temperature auto: how the loop chooses T (default: the loop's own)",
     )
     p.add_argument("--eval-temperature", type=float, default=1.0)
     p.add_argument("--jobs", type=int, default=1, help="seeds run side by side (2 on a 2-core CPU)")

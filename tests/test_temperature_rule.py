@@ -12,10 +12,12 @@ from mcoder.rollout.engines import HFEngine
 from mcoder.rollout.sampling import SamplingConfig
 from mcoder.rollout.temperature import (
     DEFAULT_CANDIDATES,
+    by_spread,
     choose_temperature,
     diversity_table,
     pass_guard_cap,
     probe_temperatures,
+    reward_spread,
 )
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
@@ -190,7 +192,7 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     tok = load_tokenizer(warm)
     probe = list(read_records(learn / "heldout.jsonl", Problem))[:6]
     with Judge(JudgeConfig()) as judge:
-        rows, rates = probe_temperatures(
+        rows, rates, spreads = probe_temperatures(
             HFEngine(load_model(warm), tok),
             tok,
             probe,
@@ -210,3 +212,60 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     assert guarded.temperature <= c.temperature and rates[
         [t for t, _ in rows].index(guarded.temperature)
     ] >= 0.9 * max(rates)
+    # the spread rule: groups that disagree exist below 1.8, none at 1.8 where nothing passes
+    assert spreads[-1] < max(spreads) and max(spreads) > 0, (rows, spreads)
+    s = choose_temperature(rows, rule="spread", pass_rates=rates, spreads=spreads)
+    assert s.rule == "spread" and s.temperature < 1.8 and s.spreads == spreads
+
+
+# The loop's judged probe on the likelihood-gated warm starts of examples/learn/ (32 train problems
+# x G = 8, T 0.6..1.8): mean within-group std of the pass/fail reward. Seeds 0 and 3.
+SPREAD_SEED0 = [0.329, 0.358, 0.388, 0.375, 0.235, 0.031, 0.0]
+SPREAD_SEED3 = [0.345, 0.375, 0.394, 0.407, 0.365, 0.212, 0.021]
+
+
+def test_reward_spread_is_the_mean_within_group_std():
+    assert reward_spread([[1, 0, 1, 0]]) == 0.5  # half pass: sqrt(0.5 x 0.5)
+    assert reward_spread([[1, 1, 1], [0, 0, 0]]) == 0.0  # agreeing groups carry no GRPO signal
+    assert reward_spread([[1, 0, 0, 0], [1]]) == pytest.approx((0.25 * 0.75) ** 0.5)  # a group of one is left out
+    assert reward_spread([]) == 0.0
+
+
+def test_spread_rule_takes_the_largest_reward_spread_hottest_on_a_tie():
+    c = choose_temperature(WARM_CURVE, rule="spread", spreads=SPREAD_SEED0)
+    assert (c.temperature, c.rule, c.at_edge) == (1.0, "spread", False)
+    assert c.spreads == SPREAD_SEED0
+    assert choose_temperature(WARM_CURVE, rule="spread", spreads=SPREAD_SEED3).temperature == 1.2
+    tie = [0.1, 0.322, 0.3216, 0.2, 0.1, 0.0, 0.0]  # seed 2's 0.8 and 1.0
+    assert by_spread(WARM_CURVE, tie).temperature == 1.0
+    assert by_spread(WARM_CURVE, [0.1, 0.33, 0.3, 0.2, 0.1, 0.0, 0.0]).temperature == 0.8  # not a tie
+    edge = choose_temperature(WARM_CURVE, rule="spread", spreads=[0.4, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0])
+    assert edge.temperature == 0.6 and edge.at_edge  # said: a cooler T may do too
+
+
+def test_spread_rule_without_any_spread_falls_back_to_the_knee_and_says_so():
+    c = choose_temperature(WARM_CURVE, rule="spread", spreads=[0.0] * 7)
+    assert c.temperature == choose_temperature(WARM_CURVE).temperature
+    assert c.rule == "spread->knee" and "no probe group has a reward spread" in c.note
+
+
+def test_spread_rule_needs_a_judged_probe_and_a_target_still_wins():
+    with pytest.raises(UsageError, match="judge"):
+        choose_temperature(WARM_CURVE, rule="spread")
+    with pytest.raises(ValueError, match="3 reward spreads"):
+        choose_temperature(WARM_CURVE, rule="spread", spreads=[0.1, 0.2, 0.3])
+    assert choose_temperature(LOW_CURVE, rule="spread", target=0.3, spreads=SPREAD_SEED0).rule == "target"
+
+
+def test_probe_size_defaults_by_rule_and_rollout_refuses_the_spread_rule():
+    from mcoder.rollout.config import RolloutConfig
+
+    assert SamplingConfig(temperature_rule="spread").validate().probe_size == 32
+    assert SamplingConfig().validate().probe_size == 8
+    assert SamplingConfig(temperature_rule="spread", probe_problems=5).validate().probe_size == 5
+    with pytest.raises(UsageError, match="probe-problems"):
+        SamplingConfig(probe_problems=-1).validate()
+    with pytest.raises(UsageError, match="does not judge"):
+        RolloutConfig(
+            problems="p.jsonl", model="m", out="o.jsonl", temperature="auto", temperature_rule="spread"
+        ).validate()

@@ -293,6 +293,18 @@ def test_loop_judges_the_diversity_probe_for_the_pass_rate_guard(tiny_model, tmp
     assert record["by_diversity"] is None and "+guard" not in record["rule"]
 
 
+def test_loop_spread_rule_records_the_probe_spreads_and_falls_back_to_the_knee_when_none(
+    tiny_model, tmp_path
+):
+    """--temperature-rule spread: the judged probe's within-group reward spread is recorded at
+    every candidate; the random tiny model passes nothing, so no group has a spread anywhere and
+    the choice is the knee of D(T), said in the rule and the note."""
+    record = _one_auto_step(tiny_model, tmp_path / "run", "--temperature-rule", "spread")
+    assert record["rule_asked"] == "spread" and record["probe_problems"] == 2
+    assert record["spreads"] == [0.0] * len(record["table"])
+    assert record["rule"].startswith("spread->") and "no probe group has a reward spread" in record["note"]
+
+
 def test_loop_auto_temperature_is_measured_again_at_each_stage_and_kept_on_resume(tiny_model, tmp_path):
     """--temperature-stage-steps 2: stages begin at steps 1 and 3 (T holds in between); a run
     stopped after step 2 and resumed to step 3 keeps stage 1 and measures stage 3 afresh."""

@@ -62,7 +62,7 @@ class DiversityStages:
         self.sampling, self.seed, self.record = sampling, seed, record
         self.engine, self.tokenizer, self.judge = engine, tokenizer, judge
         self.every = sampling.temperature_stage_steps
-        self.probe = random.Random(seed).sample(problems, min(sampling.probe_problems, len(problems)))
+        self.probe = random.Random(seed).sample(problems, min(sampling.probe_size, len(problems)))
         self.stages: list[dict] = []
         if record.exists():
             old = json.loads(record.read_text())
@@ -100,6 +100,7 @@ class DiversityStages:
             "rule_asked": s.temperature_rule,
             "pass_guard": s.pass_guard if choice.pass_rates is not None else None,
             "measure": s.diversity_measure,
+            "probe_problems": len(self.probe),
             "table": table,
             **choice.to_json(),
         }
@@ -107,11 +108,14 @@ class DiversityStages:
         tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
         tmp.replace(self.record)
         rates = choice.pass_rates or [None] * len(table)
+        spreads = choice.spreads or [None] * len(table)
         info(
             f"step {step}: temperature {chosen} chosen by diversity ({choice.rule}, D >= {choice.threshold:.3f}): "
             + ", ".join(
-                f"T={t:g}: D {d:.3f}" + ("" if r is None else f" pass {r:.2f}")
-                for (t, d), r in zip(table, rates)
+                f"T={t:g}: D {d:.3f}"
+                + ("" if r is None else f" pass {r:.2f}")
+                + ("" if sp is None else f" spread {sp:.3f}")
+                for (t, d), r, sp in zip(table, rates, spreads)
             )
         )
         if choice.by_diversity is not None:

@@ -65,6 +65,11 @@ class RolloutConfig(SamplingConfig):
 
     def validate(self) -> RolloutConfig:
         SamplingConfig.validate(self)
+        if self.spec.auto and self.temperature_rule == "spread" and self.diversity_target is None:
+            raise UsageError(
+                "--temperature-rule spread reads judged probe rewards, and mcoder rollout does not judge",
+                hint="it is the loop's rule (mcoder train --loop); here use knee or rise",
+            )
         if self.long_prompts not in ("skip", "error"):
             raise UsageError(f"--long-prompts {self.long_prompts}: unknown", hint="use skip or error")
         if self.batch_size < 1:

@@ -33,7 +33,7 @@ class SamplingConfig:
 
     # --- temperature selection
     temperature_rule: TemperatureRule = "knee"
-    """With temperature auto: how T is read off the model's D(T) curve: knee (where it bends: before diversity takes off, or where it saturates) or rise (see --diversity-rise)."""
+    """With temperature auto: how T is chosen: knee of the model's D(T) curve (where it bends: before diversity takes off, or where it saturates), rise (see --diversity-rise), or spread (the loop only: the T whose judged probe groups have the largest within-group reward spread, GRPO's signal)."""
     diversity_rise: float = DEFAULT_RISE
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
     pass_guard: float = DEFAULT_GUARD
@@ -42,8 +42,8 @@ class SamplingConfig:
     """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
     temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
     """With temperature auto: the temperatures probed, lowest first."""
-    probe_problems: int = 8
-    """With temperature auto: problems sampled at each candidate temperature to measure D(T)."""
+    probe_problems: int = 0
+    """With temperature auto: problems sampled at each candidate temperature (0: 32 for the spread rule, 8 otherwise)."""
     diversity_measure: str = "lexical"
     """With temperature auto: lexical (distinct n-grams) or program (distinct normalised programs)."""
     temperature_stage_steps: int = 0
@@ -68,6 +68,8 @@ class SamplingConfig:
             raise UsageError(
                 f"bad --pass-guard {self.pass_guard}", hint="a fraction in [0, 1], e.g. 0.9 (0: off)"
             )
+        if self.probe_problems < 0:
+            raise UsageError(f"bad --probe-problems {self.probe_problems}", hint="a count, or 0 for the rule's default")
         if self.temperature_stage_steps < 0:
             raise UsageError(
                 f"bad --temperature-stage-steps {self.temperature_stage_steps}",
@@ -86,13 +88,23 @@ class SamplingConfig:
         """The temperature as given (None: not given, 1.0)."""
         return TemperatureSpec.parse("1.0" if self.temperature is None else self.temperature)
 
+    @property
+    def probe_size(self) -> int:
+        """Problems in the temperature probe: --probe-problems, or the rule's default."""
+        from mcoder.rollout.temperature import SPREAD_PROBE_PROBLEMS
+
+        if self.probe_problems > 0:
+            return self.probe_problems
+        return SPREAD_PROBE_PROBLEMS if self.temperature_rule == "spread" else 8
+
     def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None):
         """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
-        temperature, and T read off the curve by this config's rule; with a ``judge`` the probe
-        is judged too (its pass rates recorded in the choice) and ``pass_guard`` > 0 caps T."""
+        temperature, and T read off by this config's rule; with a ``judge`` the probe is judged
+        too (its pass rates and reward spreads recorded in the choice; the spread rule needs
+        them) and ``pass_guard`` > 0 caps T."""
         from mcoder.rollout.temperature import choose_temperature, probe_temperatures
 
-        table, rates = probe_temperatures(
+        table, rates, spreads = probe_temperatures(
             engine,
             tokenizer,
             probe,
@@ -110,5 +122,6 @@ class SamplingConfig:
             rise=self.diversity_rise,
             pass_rates=rates,
             guard=self.pass_guard,
+            spreads=spreads,
         )
         return choice, table

@@ -101,7 +101,7 @@ def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> Ro
         top_k=cfg.top_k, top_p=cfg.top_p, seed=cfg.seed,
         **({"tensor_parallel_size": cfg.tensor_parallel_size} if cfg.tensor_parallel_size > 1 else {}),
     )  # fmt: skip
-    probe = budget.fitting(iter_problems(problems, cfg.limit), tokenizer, cfg.probe_problems)
+    probe = budget.fitting(iter_problems(problems, cfg.limit), tokenizer, cfg.probe_size)
     temperature, table = resolve_temperature(cfg, engine, tokenizer, probe)
     summary = RolloutSummary(
         out=str(cfg.out), engine=engine.name, temperature=temperature, temperature_table=table
@@ -172,7 +172,7 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
         saved = json.loads(record.read_text())
         console.info(f"temperature {saved['temperature']:g} (chosen earlier, see {record})")
         return saved["temperature"], [tuple(r) for r in saved["table"]]
-    probe = problems[: cfg.probe_problems]  # the first problems whose prompts fit
+    probe = problems[: cfg.probe_size]  # the first problems whose prompts fit
     choice, table = cfg.choose_temperature(engine, tokenizer, probe, seed=cfg.seed)
     show_temperature_table(table, choice, cfg.diversity_measure, len(probe))
     if record is not None:

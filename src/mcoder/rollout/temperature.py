@@ -24,6 +24,20 @@ least ``guard`` of the best candidate's. It is off by default because over three
 worse than the knee alone: at 0.9 it fixed seed 0 (T 1.0, +31.4) but on seeds 1 and 2 a pass rate
 that fell by noise-sized steps sent it to T 0.6, where RL learnt +13.1 and -6.4 against the knee's
 +50.2 and +1.4 (examples/learn/README.md). A model that passes nothing at any T is never guarded.
+The ``spread`` rule reads the outcomes instead of the text: GRPO learns only from a group whose
+rewards differ (a group that all pass or all fail has zero advantage everywhere), and how much it
+learns from one grows with the spread of its rewards, so ``spread`` takes the candidate whose
+judged probe groups have the largest mean within-group standard deviation of the reward (for
+pass/fail rewards sqrt(p (1 - p)) per group); of candidates within ``SPREAD_TIE`` of the largest
+it takes the hottest, because RL sharpens the policy as it learns and a T chosen for a stage should
+not start at the cool end of what works (on one warm start 0.8 and 1.0 tied at 0.322, and T 0.8
+learnt 20 points less than 1.0 from it). Too cool a T leaves groups
+that all pass or all fail the same way ("continuous diversity decline"); too hot a T breaks most
+programs and the groups all fail again: the outcome's diversity peaks in between. It needs a
+judge (the loop has one) and more probe problems than the text rules (a per-problem statistic:
+32 by default); on the five warm starts of examples/learn/ it chose T 1.0 on four and 1.2 on one,
+where the knee chose 1.2 / 1.4 (examples/learn/README.md). A probe in which no group ever has a
+reward spread falls back to the knee, and says so.
 An absolute ``target`` (the smallest T whose D reaches it) stays available. A choice at either end
 of the grid is reported (``at_edge``) and warned about: the right T may lie outside it.
 Temperature changes only in stages (``TemperatureSchedule``), never continuously, so that the
@@ -72,7 +86,15 @@ FLAT_RISE = 0.01
 # A curve whose scaled points all lie within this of the diagonal has no knee (it rises evenly).
 KNEE_MIN_BEND = 0.1
 
-TemperatureRule = Literal["knee", "rise"]
+# Probe problems the spread rule reads by default (the text rules: 8 in the loop): its statistic is
+# one number per problem, so a few problems more or less moved its choice on a flat curve.
+SPREAD_PROBE_PROBLEMS = 32
+
+# Spreads this close to the largest count as a tie (about 3 % of the spreads measured on
+# examples/learn/, below what 32 problems resolve); the hottest of the tied is taken.
+SPREAD_TIE = 0.01
+
+TemperatureRule = Literal["knee", "rise", "spread"]
 
 
 @dataclass(frozen=True)
@@ -81,12 +103,13 @@ class TemperatureChoice:
     whether the choice is the coolest or hottest candidate (then ``note`` says what that means)."""
 
     temperature: float
-    rule: str  # "knee" or "rise" (relative to the curve), or "target" (absolute)
+    rule: str  # "knee" or "rise" (relative to the curve), "spread" (outcomes), or "target" (absolute)
     threshold: float  # the D the chosen T had to reach (knee: its own D)
     at_edge: bool
     note: str = ""
     by_diversity: float | None = None  # what diversity alone chose, when the pass-rate guard lowered it
     pass_rates: list[float] | None = None  # the probe's pass rate at each candidate, when judged
+    spreads: list[float] | None = None  # the probe's mean within-group reward std at each, when judged
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,13 +123,27 @@ def choose_temperature(
     rise: float = DEFAULT_RISE,
     pass_rates: Sequence[float] | None = None,
     guard: float = DEFAULT_GUARD,
+    spreads: Sequence[float] | None = None,
 ) -> TemperatureChoice:
     """Pick from [(T, D(T))], sorted by T. A ``target`` means the absolute rule (the smallest T
     with D(T) >= target), whatever ``rule`` says. Otherwise ``knee`` (the default) or ``rise``
     (the smallest T with D(T) >= D(T_min) + rise x (max D - D(T_min))); a curve without a knee
     (it rises evenly) falls back to ``rise``. With ``pass_rates`` (the judged probe's, one per
-    row) and ``guard`` > 0, the choice is then capped by ``pass_guard_cap``."""
-    by_diversity = _by_diversity(table, rule=rule, target=target, rise=rise)
+    row) and ``guard`` > 0, the choice is then capped by ``pass_guard_cap``. ``spread`` needs
+    ``spreads`` (the judged probe's mean within-group reward std, one per row): see ``by_spread``."""
+    if spreads is not None and len(spreads) != len(table):
+        raise ValueError(f"{len(spreads)} reward spreads for {len(table)} temperatures")
+    if rule == "spread" and target is None:
+        if spreads is None:
+            raise UsageError(
+                "--temperature-rule spread reads the judged probe's rewards, and nothing judges it here",
+                hint="it is the loop's rule (mcoder train --loop); use --temperature-rule knee or rise",
+            )
+        by_diversity = by_spread(table, spreads)
+    else:
+        by_diversity = _by_diversity(table, rule=rule, target=target, rise=rise)
+    if spreads is not None:
+        by_diversity = replace(by_diversity, spreads=[float(x) for x in spreads])
     if pass_rates is None:
         return by_diversity
     rates = [float(r) for r in pass_rates]
@@ -128,7 +165,32 @@ def choose_temperature(
         note="; ".join(x for x in (note, lowered.note) if x),
         by_diversity=by_diversity.temperature,
         pass_rates=rates,
+        spreads=by_diversity.spreads,
     )
+
+
+def by_spread(table: Sequence[tuple[float, float]], spreads: Sequence[float]) -> TemperatureChoice:
+    """The ``spread`` rule: the candidate whose judged probe groups have the largest mean
+    within-group reward std (the hottest within ``SPREAD_TIE`` of the largest); the knee of ``table`` when no group
+    has a spread at any candidate (every probe group all-pass or all-fail everywhere)."""
+    if not table:
+        raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
+    best = max(spreads)
+    if best <= 0:
+        knee = _by_diversity(table, rule="knee", target=None, rise=DEFAULT_RISE)
+        note = "no probe group has a reward spread at any candidate: the knee of D(T) is used"
+        return replace(knee, rule=f"spread->{knee.rule}", note="; ".join(x for x in (note, knee.note) if x))
+    temps = [t for t, _ in table]
+    chosen = max(t for t, x in zip(temps, spreads) if x >= best - SPREAD_TIE)
+    return _at_edge(temps, chosen, "spread", dict(table)[chosen])
+
+
+def reward_spread(rewards_by_group: Sequence[Sequence[float]]) -> float:
+    """Mean over groups of the population std of the group's rewards (0 for a group of one)."""
+    from statistics import pstdev
+
+    groups = [g for g in rewards_by_group if len(g) >= 2]
+    return fmean(pstdev(g) for g in groups) if groups else 0.0
 
 
 def pass_guard_cap(temps: Sequence[float], rates: Sequence[float], guard: float) -> float | None:
@@ -222,11 +284,12 @@ def probe_temperatures(
     seed: int = 0,
     measure: str = "lexical",
     judge: Any = None,
-) -> tuple[list[tuple[float, float]], list[float] | None]:
-    """([(T, D(T))], pass rates or None): the probe problems sampled n times at each candidate,
-    coolest first, every candidate from the same seed (so neighbouring temperatures differ by
-    temperature, not by luck); with a ``judge`` (mcoder.judge.core.Judge, problems with tests)
-    each candidate's samples are also judged and its pass rate returned."""
+) -> tuple[list[tuple[float, float]], list[float] | None, list[float] | None]:
+    """([(T, D(T))], pass rates, reward spreads): the probe problems sampled n times at each
+    candidate, coolest first, every candidate from the same seed (so neighbouring temperatures
+    differ by temperature, not by luck); with a ``judge`` (mcoder.judge.core.Judge, problems with
+    tests) each candidate's samples are also judged, and its pass rate and mean within-group
+    reward std (``reward_spread``) returned (both None without a judge)."""
     from mcoder.rollout.sample import make_rollouts
 
     if measure not in MEASURES:
@@ -235,7 +298,7 @@ def probe_temperatures(
         raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
     if n < 2:
         raise UsageError("diversity needs at least 2 samples per problem", hint="pass --n 2 or more")
-    rows, rates = [], []
+    rows, rates, spreads = [], [], []
     by_id = {p.id: p for p in problems}
     for t in sorted(candidates):
         rollouts = make_rollouts(
@@ -252,7 +315,13 @@ def probe_temperatures(
         if judge is not None:
             verdicts = judge.judge(by_id, rollouts)
             rates.append(sum(v.passed for v in verdicts) / max(len(verdicts), 1))
-    return rows, (rates if judge is not None else None)
+            groups: dict[str, list[float]] = {}
+            for v in verdicts:
+                groups.setdefault(v.problem_id, []).append(float(v.reward))
+            spreads.append(reward_spread(list(groups.values())))
+    if judge is None:
+        return rows, None, None
+    return rows, rates, spreads
 
 
 def select_temperature(
