@@ -85,8 +85,8 @@ class Timed:
 def time_mcoder(engine, tok, problems, args, out: Path) -> tuple[float, int, float, float]:
     from mcoder.jsonl import RecordWriter
     from mcoder.rollout.diversity import batch_diversity
-    from mcoder.rollout.summary import RolloutSummary, account
     from mcoder.rollout.sample import make_rollouts, write_rollouts
+    from mcoder.rollout.summary import RolloutSummary, account
 
     summary = RolloutSummary(out=str(out), engine=engine.name, temperature=1.0)
     engine = Timed(engine)
@@ -155,8 +155,8 @@ def main() -> None:
 
     import torch
 
-    from mcoder.rollout.engines import HFEngine
     from mcoder.models import load_model, load_tokenizer
+    from mcoder.rollout.engines import HFEngine
     from mcoder.testing import make_tiny_model
 
     if args.threads:

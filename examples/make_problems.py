@@ -26,11 +26,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from problem_defs import call, stdin_algo, stdin_easy  # noqa: E402
-from problem_defs.spec import Spec  # noqa: E402
+from problem_defs import call, stdin_algo, stdin_easy
+from problem_defs.spec import Spec
 
-from mcoder.jsonl import RecordWriter  # noqa: E402
-from mcoder.records import Problem, Test, from_dict, to_dict  # noqa: E402
+from mcoder.jsonl import RecordWriter
+from mcoder.records import Problem, Test, from_dict, to_dict
 
 SOURCE = "mcoder-examples"
 PLATFORM = "mcoder"
@@ -95,7 +95,7 @@ def same_output(expected: str, got: str, floats: bool) -> bool:
 
 def run_stdin(code: str, text: str) -> str:
     proc = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+                          timeout=RUN_TIMEOUT_S, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
     return normalize(proc.stdout)
@@ -104,7 +104,7 @@ def run_stdin(code: str, text: str) -> str:
 def run_calls(code: str, fn_name: str, inputs: list[str]) -> list[str]:
     payload = json.dumps({"code": code, "fn_name": fn_name, "inputs": inputs})
     proc = subprocess.run([sys.executable, "-c", CALL_HARNESS], input=payload, capture_output=True,
-                          text=True, timeout=RUN_TIMEOUT_S)
+                          text=True, timeout=RUN_TIMEOUT_S, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout)

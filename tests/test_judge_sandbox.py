@@ -15,8 +15,8 @@ import pytest
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.harness import CANDIDATE_ENV
 from mcoder.judge.core import Judge
+from mcoder.judge.harness import CANDIDATE_ENV
 from mcoder.records import Problem, Rollout, Test
 
 SUM_TESTS = [Test("3\n1 2 3\n", "6\n"), Test("2\n10 -4\n", "6\n"), Test("1\n7\n", "7\n")]

@@ -163,9 +163,12 @@ def test_stdout_needs_no_claim(tmp_path):
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     out = tmp_path / "r.jsonl"
-    with claim(out):
-        with pytest.raises(UsageError, match=rf"{out} is being written by another run \(pid {os.getpid()}"), claim(out):
-            pass
+    with (
+        claim(out),
+        pytest.raises(UsageError, match=rf"{out} is being written by another run \(pid {os.getpid()}"),
+        claim(out),
+    ):
+        pass
 
 
 HOLD = """

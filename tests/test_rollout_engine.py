@@ -7,9 +7,9 @@ import pytest
 import torch
 from tests.rollout_models import eos_prone, forward_logprobs, make_lora_adapter, one_torch_thread, problems
 
+from mcoder.models import load_model, load_tokenizer
 from mcoder.prompts import render_prompt
 from mcoder.rollout.engines import HFEngine, make_engine
-from mcoder.models import load_model, load_tokenizer
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 
@@ -121,7 +121,7 @@ def test_adapter_changes_the_outputs(tiny_model, tok, prompts, tmp_path):
     adapter = make_lora_adapter(tiny_model, tmp_path / "adapter")
     plain = make_engine("hf", tiny_model, tokenizer=tok)
     adapted = make_engine("hf", tiny_model, adapter, tokenizer=tok)
-    kw = dict(n=2, max_tokens=12, temperature=1.0, seed=7)
+    kw = {"n": 2, "max_tokens": 12, "temperature": 1.0, "seed": 7}
     a, b = plain.generate(prompts, **kw), adapted.generate(prompts, **kw)
     assert [s.completion_token_ids for s in _flat(a)] != [s.completion_token_ids for s in _flat(b)]
     s = b[0][0]  # the recorded log-probs are the adapted model's

@@ -7,8 +7,8 @@ import pytest
 from tests.rollout_models import one_torch_thread, peaky, problems
 
 from mcoder.errors import UsageError
-from mcoder.rollout.engines import HFEngine
 from mcoder.models import load_model, load_tokenizer
+from mcoder.rollout.engines import HFEngine
 from mcoder.rollout.temperature import (
     DEFAULT_CANDIDATES,
     TemperatureSchedule,
@@ -25,7 +25,7 @@ def test_default_candidates_are_0_6_to_1_8_by_0_2():
 
 def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
     tok = load_tokenizer(tiny_model)
-    kw = dict(n=4, max_tokens=12, seed=0, target=0.5)
+    kw = {"n": 4, "max_tokens": 12, "seed": 0, "target": 0.5}
     base_t, base_rows = select_temperature(HFEngine(load_model(tiny_model), tok), tok, problems(3), **kw)
     # Logits x8: the same model made peaky, i.e. sampling it at T is sampling the original at T/8.
     peaky_t, peaky_rows = select_temperature(HFEngine(peaky(load_model(tiny_model), 8.0), tok), tok, problems(3), **kw)

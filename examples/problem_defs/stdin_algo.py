@@ -204,8 +204,8 @@ def run_length() -> Spec:
                 i = j
             print("".join(parts))
             """),
-            "from itertools import groupby\n"
-            "print(''.join(ch + str(len(list(g))) for ch, g in groupby(input().strip())))\n"],
+            ("from itertools import groupby\n"
+             "print(''.join(ch + str(len(list(g))) for ch, g in groupby(input().strip())))\n")],
         tests=["aaabcc\n", "a\n", "abc\n", "zzzzzzzzzzzz\n", "aabbaa\n", "q" * 20000 + "\n",
                runs + "\n"],
         tags=["strings"],

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Self, TypeVar
 
 import orjson
 
@@ -36,7 +36,7 @@ def _open_binary_input(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         yield sys.stdin.buffer
         return
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 - closed by `with f` below; the excepts cover the open alone
     except FileNotFoundError:
         raise McoderError(f"no such file: {path}", hint="check the path", exit_code=2) from None
     except IsADirectoryError:
@@ -190,7 +190,7 @@ class RecordWriter:
             os.replace(target, self.part)
         if self.part.exists():
             self._recover()
-        self._f = open(self.part, "ab")
+        self._f = open(self.part, "ab")  # noqa: SIM115 - the writer's file; finish() or close() closes it
 
     def _recover(self) -> None:
         """Read the keys of a part file; cut off a torn last line left by a kill."""
@@ -245,7 +245,7 @@ class RecordWriter:
             self._f.flush()
             self._f.close()
 
-    def __enter__(self) -> RecordWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -44,7 +44,7 @@ def guarded(fn):
             # stdout was closed by the reader (e.g. `| head`): not an error of ours.
             sys.stderr.close()
             raise typer.Exit(0) from None
-        except Exception as e:  # a bug
+        except Exception as e:  # noqa: BLE001 - a bug: reported as an internal error, exit code EXIT_INTERNAL
             if os.environ.get("MCODER_DEBUG") == "1":
                 traceback.print_exc()
             console.print(f"[bold red]error:[/] internal error: {type(e).__name__}: {e}", soft_wrap=True)

@@ -114,7 +114,7 @@ def run_checks(tests: list, fn_name: str | None, early_exit: bool) -> None:
     for source, calls_check in tests:
         ns = _namespace(fn_name, limit)
         try:
-            exec(compile(source, "test.py", "exec"), ns)
+            exec(compile(source, "test.py", "exec"), ns)  # noqa: S102 - the problem's check, on purpose
             if not calls_check:
                 ns["check"](_Proxy(fn_name, limit))
             rep = {"status": "ok"}
@@ -128,7 +128,7 @@ def run_checks(tests: list, fn_name: str | None, early_exit: bool) -> None:
             rep = {"status": "wrong_answer", "detail": str(e)}
         except AssertionError as e:
             rep = {"status": "wrong_answer", "detail": "AssertionError", "stderr": _tail(e)}
-        except BaseException as e:  # the check itself broke on what came back
+        except BaseException as e:  # noqa: BLE001 - the check itself broke on what came back
             rep = {"status": "wrong_answer", "detail": type(e).__name__, "stderr": _tail(e)}
         _report(rep)
         if early_exit and rep["status"] != "ok":

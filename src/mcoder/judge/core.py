@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from mcoder import safe_ast
 from mcoder.errors import DataError
@@ -73,7 +73,7 @@ class Judge:
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
 
-    def __enter__(self) -> Judge:
+    def __enter__(self) -> Self:
         self.pool = Pool(self.cfg)
         self._executor = ThreadPoolExecutor(self.cfg.workers, thread_name_prefix="judge")
         return self

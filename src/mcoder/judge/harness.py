@@ -243,7 +243,7 @@ def _flush() -> None:
     for stream in {id(s): s for s in (sys.stdout, sys.__stdout__, sys.stderr)}.values():
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - a stream the program broke must not stop the report
             pass
 
 
@@ -254,14 +254,14 @@ def run_stdin(code) -> None:
     status: dict = {"ok": True}
     try:
         try:
-            exec(code, ns)
+            exec(code, ns)  # noqa: S102 - the candidate, inside the sandbox: the judge's job
             _join_threads()
         except SystemExit as e:
             if e.code not in (None, 0):
                 if not isinstance(e.code, int):
                     print(e.code, file=sys.stderr)
                 status = {"ok": False, "exc": "SystemExit", "mem": False, "exit": str(e.code)[:100]}
-        except BaseException as e:  # the candidate's failure, whatever it is
+        except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it is
             status = _describe(e)
         if status["ok"] and errors.first is not None:
             status = _describe(errors.first)
@@ -279,7 +279,7 @@ def prelude() -> dict:
     which is its own copy once forked (``serve_calls``). The module is not ``__main__``: a
     program's own ``if __name__ == "__main__":`` demo must not run here."""
     ns = {"__name__": "solution", "__file__": "main.py", "__builtins__": __builtins__}
-    exec(compile(LEETCODE_PRELUDE, "prelude.py", "exec"), ns)
+    exec(compile(LEETCODE_PRELUDE, "prelude.py", "exec"), ns)  # noqa: S102 - our own fixed prelude source
     return ns
 
 
@@ -346,11 +346,11 @@ def serve_calls(code, prelude: dict, max_value_bytes: int, defined: set[str] | N
     try:
         try:
             ns = prelude
-            exec(code, ns)
+            exec(code, ns)  # noqa: S102 - the candidate, inside the sandbox: the judge's job
             if defined is None:  # (the judge reads them from the bytecode before it sends the job)
                 defined = defined_names(code)
             load_error = None
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - the candidate failed to load: each call says so
             load_error = _describe(e)
         _flush()
         while True:
@@ -375,7 +375,7 @@ def serve_calls(code, prelude: dict, max_value_bytes: int, defined: set[str] | N
                     reply = None
             except _OutputLimit:
                 reply = ("error", "OutputLimit", False)
-            except BaseException as e:  # the candidate's failure, whatever it is
+            except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it is
                 d = _describe(e)
                 reply = ("error", d["exc"], d["mem"])
             del t0

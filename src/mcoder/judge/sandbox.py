@@ -336,7 +336,7 @@ def kill_uid(uid: int) -> None:
         try:
             drop_to(uid)
             os.kill(-1, signal.SIGKILL)
-        except BaseException:
+        except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
             pass
         os._exit(0)
     os.waitpid(pid, 0)
@@ -731,7 +731,7 @@ def seccomp_program() -> ctypes.Array:
     emit(_RET_K, _RET_ALLOW)
     for index, jt, jf in label_targets:  # classic BPF jumps forward only, by at most 255
         code, _, _, k = prog[index]
-        rel = lambda name: 0 if not name else (1 if name == "next2" else labels[name] - index - 1)
+        rel = lambda name, i=index: 0 if not name else (1 if name == "next2" else labels[name] - i - 1)
         assert 0 <= rel(jt) < 256 and 0 <= rel(jf) < 256
         prog[index] = (code, rel(jt), rel(jf), k)
     arr = (_SockFilter * len(prog))(*[_SockFilter(c, t, f, k) for c, t, f, k in prog])

@@ -347,15 +347,15 @@ def fork_child(
     if pid == 0:
         try:
             harness.enter(spec, stdin_fd, out_w, err_w, fds3)
-        except BaseException as e:  # the judge's failure, not the program's: say so on its stderr
+        except BaseException as e:  # noqa: BLE001 - the judge's failure, not the program's: on stderr
             try:
                 os.write(2, f"judge: sandbox set-up failed: {type(e).__name__}: {e}\n".encode())
-            except BaseException:
+            except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
                 pass
             os._exit(EXIT_SETUP)
         try:
             target()
-        except BaseException:
+        except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
             pass
         os._exit(70)
     for fd in (stdin_fd, out_w, err_w, *fds3):
@@ -775,7 +775,7 @@ def main() -> None:
         cfg = json.loads(sys.argv[1])
         cfg["fd_socket"] = socket.socket(fileno=cfg["fd_socket"])
         setup(cfg)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any set-up failure goes to the judge as its error reply
         proto.send(("error", f"{type(e).__name__}: {e}"))
         return
     proto.send(("ready", os.getpid()))

@@ -108,9 +108,9 @@ class _Canonical(ast.NodeTransformer):
 
 def _drop_docstring(node: ast.AST) -> None:
     body = getattr(node, "body", None)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        if isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
+    if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        node.body = body[1:] or [ast.Pass()]
 
 
 MEASURES = {"lexical": lexical_diversity, "program": program_diversity}
