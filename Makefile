@@ -27,6 +27,10 @@ $(VENV)/.installed: $(VENV)/.base
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
+# ruff's check of the code (its rules: the default set of the ruff that pyproject.toml pins).
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests benchmarks examples
+
 # The slow checks (long training, full reference-solution runs); CI runs them too.
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
