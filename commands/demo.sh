@@ -113,7 +113,9 @@ print(f"{f'  microcoder-grpo, {len(steps)} steps':<{w}} {before:>9.1f}% {after:>
 print(f"{f'train pass rate, first / last {k} steps':<{w}} {100 * train_first:>9.1f}% {100 * train_last:>9.1f}%")
 if temp.get("table"):
     table = ", ".join(f"{t:g}: {d:.2f}" for t, d in temp["table"])
-    print(f"temperature {temp['temperature']:g} chosen by diversity ({temp['rule']}; D(T) {table})")
+    spreads = ", ".join(f"{t:g}: {x:.2f}" for (t, _), x in zip(temp["table"], temp.get("spreads") or []))
+    print(f"temperature {temp['temperature']:g} chosen by diversity ({temp['rule']}; D(T) {table}"
+          + (f"; reward spread {spreads})" if spreads else ")"))
 else:
     print(f"temperature {temp['temperature']:g} (fixed; --temperature auto chooses it by diversity)")
 print(f"masked outputs {sum(s.get('masked_count', 0) for s in steps)}, truncated "

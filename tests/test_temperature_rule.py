@@ -138,7 +138,7 @@ def test_rule_settings_are_checked():
     with pytest.raises(UsageError, match="diversity-rise"):
         SamplingConfig(temperature="auto", diversity_rise=0.0).validate()
     assert SamplingConfig().diversity_target is None  # the relative rules by default
-    assert SamplingConfig().temperature_rule == "knee"
+    assert SamplingConfig().temperature_rule == "spread"  # the loop's: 10 seeds of examples/learn
     with pytest.raises(UsageError):
         SamplingConfig(temperature="auto", temperature_rule="middle").validate()
     with pytest.raises(UsageError):
@@ -260,11 +260,13 @@ def test_spread_rule_needs_a_judged_probe_and_a_target_still_wins():
 def test_probe_size_defaults_by_rule_and_rollout_refuses_the_spread_rule():
     from mcoder.rollout.config import RolloutConfig
 
-    assert SamplingConfig(temperature_rule="spread").validate().probe_size == 32
-    assert SamplingConfig().validate().probe_size == 8
+    assert SamplingConfig().validate().probe_size == 32  # the loop's default rule is spread
+    assert SamplingConfig(temperature_rule="knee").validate().probe_size == 8
     assert SamplingConfig(temperature_rule="spread", probe_problems=5).validate().probe_size == 5
     with pytest.raises(UsageError, match="probe-problems"):
         SamplingConfig(probe_problems=-1).validate()
+    rollout = RolloutConfig(problems="p.jsonl", model="m", out="o.jsonl", temperature="auto").validate()
+    assert rollout.temperature_rule == "knee"  # rollout's own default: it has no judge
     with pytest.raises(UsageError, match="does not judge"):
         RolloutConfig(
             problems="p.jsonl", model="m", out="o.jsonl", temperature="auto", temperature_rule="spread"

@@ -50,7 +50,12 @@ def _params() -> list[inspect.Parameter]:
     ]
     return [
         *written,
-        *config_options(SamplingConfig, only={"temperature_rule", "diversity_rise"}, panel=AUTO_T),
+        *config_options(
+            SamplingConfig,
+            only={"temperature_rule", "diversity_rise"},
+            panel=AUTO_T,
+            defaults={"temperature_rule": "knee"},  # rollout does not judge: spread is the loop's
+        ),
     ]
 
 

@@ -39,9 +39,9 @@ class DiversityStages:
 
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
-    that moment and T is chosen from that D(T) table (``choose_temperature``: by default the knee
-    of the model's own curve; the probe is judged, and with ``--pass-guard`` its pass rates cap T)
-    and holds until the next stage.
+    that moment, judged, and T is chosen (``choose_temperature``: by default the ``spread`` rule,
+    the candidate whose probe groups' rewards differ most; ``knee``/``rise`` read the D(T) table;
+    with ``--pass-guard`` the pass rates cap T) and holds until the next stage.
     A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
     Between boundaries T never moves. Stages are recorded in RUN/temperature.json (the top-level
     ``temperature``/``table`` are the latest stage's); a resumed run keeps the stages that began at

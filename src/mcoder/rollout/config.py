@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcoder.errors import UsageError
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.rollout.temperature import TemperatureSchedule
+from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule
 
 
 @dataclass(kw_only=True)
@@ -35,6 +35,7 @@ class RolloutConfig(SamplingConfig):
     max_tokens: int = 1024
     temperature: str | None = None
     probe_problems: int = 16
+    temperature_rule: TemperatureRule = "knee"  # spread is the loop's: it needs the probe judged
     temperature_schedule: str | None = None
     """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
     step: int = 0

@@ -32,8 +32,8 @@ class SamplingConfig:
     """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
 
     # --- temperature selection
-    temperature_rule: TemperatureRule = "knee"
-    """With temperature auto: how T is chosen: knee of the model's D(T) curve (where it bends: before diversity takes off, or where it saturates), rise (see --diversity-rise), or spread (the loop only: the T whose judged probe groups have the largest within-group reward spread, GRPO's signal)."""
+    temperature_rule: TemperatureRule = "spread"
+    """With temperature auto: how T is chosen: spread (the loop's default: the T whose judged probe groups have the largest within-group reward spread, GRPO's signal), knee of the model's D(T) curve (where it bends: before diversity takes off, or where it saturates; rollout's default) or rise (see --diversity-rise)."""
     diversity_rise: float = DEFAULT_RISE
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
     pass_guard: float = DEFAULT_GUARD

@@ -4,7 +4,8 @@
 the mean group diversity D(T) (the table), then ``choose_temperature`` picks from that table. The
 paper asks for a T that avoids both "excessively low temperatures, causing continuous diversity
 decline" and "excessively high ones, leading to drastic fluctuations"; it gives no number. The
-default rule reads the model's own curve and takes its knee: with T and D scaled to [0, 1] over
+loop's default is the ``spread`` rule below, which reads the judged outcomes; the text rules read
+the model's own D(T) curve, and ``knee`` (rollout's default, which has no judge) takes its knee: with T and D scaled to [0, 1] over
 the grid, a curve that stays flat and then takes off (the take-off is sampling noise: the warm
 start of examples/learn/ went from D 0.08 at T 1.2 to 0.66 at 1.8, where every sample failed)
 gets the hottest T before the take-off; one that rises and then saturates gets the coolest T near
@@ -35,9 +36,11 @@ learnt 20 points less than 1.0 from it). Too cool a T leaves groups
 that all pass or all fail the same way ("continuous diversity decline"); too hot a T breaks most
 programs and the groups all fail again: the outcome's diversity peaks in between. It needs a
 judge (the loop has one) and more probe problems than the text rules (a per-problem statistic:
-32 by default); on the five warm starts of examples/learn/ it chose T 1.0 on four and 1.2 on one,
-where the knee chose 1.2 / 1.4 (examples/learn/README.md). A probe in which no group ever has a
-reward spread falls back to the knee, and says so.
+32 by default). On ten warm starts of examples/learn/ it chose 0.8 once, 1.0 six times and 1.2
+three times, and RL from its choice ended level with a fixed T 1.0 (the best fixed T tried),
+where the knee, one grid step hotter on every seed, ended 8 points under it
+(examples/learn/README.md has the tables). A probe in which no group ever has a reward spread
+(a model that passes nothing, or everything) falls back to the knee, and says so.
 An absolute ``target`` (the smallest T whose D reaches it) stays available. A choice at either end
 of the grid is reported (``at_edge``) and warned about: the right T may lie outside it.
 Temperature changes only in stages (``TemperatureSchedule``), never continuously, so that the
