@@ -14,8 +14,8 @@ pass on the train part; then every arm trains from that same warm start with
 - truncation handling at T = 1.0: ``trunc-none`` (no masking: a cut-off output is an ordinary
   failure), ``trunc-all`` (DAPO: every cut-off output masked), ``cond-0.1`` and ``cond-0.3``
   (MicroCoder's conditional masking with rho 0.1 and 0.3);
-- temperature with conditional masking (rho 0.1): ``T0.6``, ``auto`` (diversity-determined, chosen
-  in stages) and ``T1.8``; ``cond-0.1`` is the T = 1.0 point of this series.
+- temperature with conditional masking (rho 0.1): ``T0.6``, ``auto`` (diversity-determined by
+  the knee rule its table was measured with, chosen in stages) and ``T1.8``; ``cond-0.1`` is the T = 1.0 point of this series.
 
 Each run's held-out pass@1 is measured with `mcoder rollout` + `judge` + `bench` as in
 benchmarks/learning_proof.py, and its training figures are read from its metrics.jsonl: mean
@@ -52,7 +52,8 @@ ARMS: dict[str, list[str]] = {
     "cond-0.1": COND + ["--temperature", "1.0"],
     "cond-0.3": ["--truncation", "conditional", "--mask-rho", "0.3", "--temperature", "1.0"],
     "T0.6": COND + ["--temperature", "0.6"],
-    "auto": COND + ["--temperature", "auto"],
+    # the rule this family's table was measured with (the loop's default is now spread)
+    "auto": COND + ["--temperature", "auto", "--temperature-rule", "knee"],
     "T1.8": COND + ["--temperature", "1.8"],
 }
 SERIES = {
