@@ -261,6 +261,8 @@ def test_rollout_and_the_loop_share_one_sampling_declaration(tmp_path):
     cfg = make_config(command.make_context("rollout", list(args)).params)  # (the parser consumes its list)
     assert (cfg.temperature_rule, cfg.diversity_rise, cfg.diversity_target, cfg.n) == ("rise", 0.3, None, 8)
     assert make_config(command.make_context("rollout", args[:6]).params).spec.fixed == 1.0
+    # rollout's own default rule: the loop's (spread) needs a judge, which rollout does not have
+    assert make_config(command.make_context("rollout", args[:8]).params).temperature_rule == "knee"
 
 
 # ---------------------------------------------------------------- where a step's time goes
