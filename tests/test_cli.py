@@ -68,6 +68,26 @@ def test_user_errors_print_error_and_hint_with_their_exit_code():
     assert "p.jsonl:57" in result.stderr and "field 'tests'" in result.stderr
 
 
+def test_square_brackets_in_messages_are_printed_as_written(monkeypatch):
+    """Messages quote user data (paths, ids, field values) and hints name extras such as
+    mcoder[report]: the printer must not read them as rich markup and drop them."""
+    exc = DataError("bad value [bold]x[/bold]", path="runs/[test]/p.jsonl", line=3, hint="pip install 'mcoder[report]'")
+    result = runner.invoke(_app_raising(exc), ["go"])
+    assert "runs/[test]/p.jsonl:3" in result.stderr
+    assert "[bold]x[/bold]" in result.stderr
+    assert "'mcoder[report]'" in result.stderr
+    monkeypatch.delenv("MCODER_DEBUG", raising=False)
+    result = runner.invoke(_app_raising(KeyError("[id]")), ["go"])
+    assert "[id]" in result.stderr
+
+
+def test_warnings_print_square_brackets_as_written(capsys):
+    from mcoder.console import warn
+
+    warn("problem [abc] skipped")
+    assert "problem [abc] skipped" in capsys.readouterr().err
+
+
 def test_bug_is_exit_1_with_traceback_only_in_debug(monkeypatch):
     monkeypatch.delenv("MCODER_DEBUG", raising=False)
     result = runner.invoke(_app_raising(ZeroDivisionError("boom")), ["go"])

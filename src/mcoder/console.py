@@ -21,6 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 console = Console(stderr=True, highlight=False)
 _quiet = False
@@ -73,14 +74,20 @@ def is_quiet() -> bool:
 
 
 def info(message: str) -> None:
-    """A line of news on stderr (suppressed by --quiet)."""
+    """A line of news on stderr (suppressed by --quiet), printed as written: messages quote paths,
+    ids and values, whose square brackets rich would otherwise read as markup and drop."""
     if not _quiet:
-        console.print(message, soft_wrap=True)
+        console.print(message, soft_wrap=True, markup=False)
+
+
+def labelled(label: str, style: str, message: str) -> Text:
+    """``label:`` in ``style``, then ``message`` as written (no markup read in it)."""
+    return Text.assemble((f"{label}:", style), " ", message)
 
 
 def warn(message: str) -> None:
     # soft_wrap: a long file:line message stays one line that grep and tests can match
-    console.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+    console.print(labelled("warning", "yellow", message), soft_wrap=True)
 
 
 def emit(line: str) -> None:
@@ -110,7 +117,7 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> 
     for i, c in enumerate(columns):
         t.add_column(c, justify="left" if i == 0 else "right")
     for r in rows:
-        t.add_row(*(str(x) for x in r))
+        t.add_row(*(Text(str(x)) for x in r))  # cells as written: ids may hold square brackets
     return t
 
 

@@ -11,14 +11,14 @@ from typing import Annotated
 
 import typer
 
-from mcoder.console import console, set_quiet
+from mcoder.console import console, labelled, set_quiet
 from mcoder.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, McoderError
 
 
 def report(e: McoderError) -> None:
-    console.print(f"[bold red]error:[/] {e.message}", markup=True, highlight=False, soft_wrap=True)
+    console.print(labelled("error", "bold red", e.message), soft_wrap=True)
     if e.hint:
-        console.print(f"[bold]hint:[/] {e.hint}", soft_wrap=True)
+        console.print(labelled("hint", "bold", e.hint), soft_wrap=True)
 
 
 def guarded(fn):
@@ -47,7 +47,7 @@ def guarded(fn):
         except Exception as e:  # noqa: BLE001 - a bug: reported as an internal error, exit code EXIT_INTERNAL
             if os.environ.get("MCODER_DEBUG") == "1":
                 traceback.print_exc()
-            console.print(f"[bold red]error:[/] internal error: {type(e).__name__}: {e}", soft_wrap=True)
+            console.print(labelled("error", "bold red", f"internal error: {type(e).__name__}: {e}"), soft_wrap=True)
             console.print("[bold]hint:[/] this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback")
             raise typer.Exit(EXIT_INTERNAL) from None
 

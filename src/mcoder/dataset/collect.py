@@ -35,7 +35,7 @@ def find_sources(paths: list[str], tally: Tally) -> list[Source]:
         return [Source(str(package_file()), "jsonl")]
     sources, tally.ignored = expand(paths)
     for path, why in tally.ignored:
-        info(f"[yellow]not read:[/] {path}: {why}")
+        info(f"not read: {path}: {why}")
     if not sources:
         raise UsageError(
             "no data files among the SOURCE paths", hint="give .jsonl, .json or .parquet files or folders"
@@ -54,7 +54,7 @@ def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> I
             continue
         adapter = _choose(fmt, *first)
         if fmt == "auto":
-            info(f"{src.path}: format [bold]{adapter.name}[/] (detected)")
+            info(f"{src.path}: format {adapter.name} (detected)")
         file = tally.add_file(src.path, adapter.name)
         task = bar.add_task(src.name, total=src.count()) if bar is not None else None
         for ref, data in itertools.chain([first], rows):
