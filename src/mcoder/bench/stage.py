@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-from rich.markup import escape
 
 from mcoder import console
 from mcoder.bench import lcb_results, render
@@ -75,7 +74,7 @@ def publish(cfg: BenchConfig, result: BenchResult) -> None:
     for t in render.rich_tables(result.table, result.baseline):
         console.show(t)
     for note in result.notes:
-        console.warn(escape(note))  # ids and paths come from data: no markup
+        console.warn(note)  # printed as written: ids and paths come from data
     documents = [p for p in (cfg.markdown, cfg.json_out, cfg.lcb_out) if p is not None]
     if any(str(p) == "-" for p in documents):
         console.info(result.summary)  # stdout carries the document; keep it parseable
@@ -103,7 +102,7 @@ def write_lcb(cfg: BenchConfig, result: BenchResult) -> None:
     assert cfg.lcb_out is not None and cfg.rollouts is not None and cfg.problems and cfg.verdicts
     entries, notes = lcb_results.build(cfg.problems, cfg.rollouts, cfg.verdicts, cfg.rating_bounds)
     for note in notes:
-        console.warn(escape(note))
+        console.warn(note)
     _write(cfg.lcb_out, lcb_results.dumps(entries), result)
 
 
@@ -170,10 +169,10 @@ def plot_runs(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     runs = [read_run(d, label) for d, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
     for run_ in runs:
         for w in run_.warnings:
-            console.warn(escape(w))
+            console.warn(w)
     figures, notes = build_figures(runs)
     for note in notes:
-        console.info(escape(f"note: {note}"))
+        console.info(f"note: {note}")
     written = save_figures(figures, out_dir)
     for path in written:
         console.emit(str(path))

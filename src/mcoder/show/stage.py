@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.markup import escape
-
 from mcoder import console
 from mcoder.errors import UsageError
 from mcoder.show import collect, terminal
@@ -38,7 +36,7 @@ class ShowConfig:
 def run(cfg: ShowConfig) -> list[collect.Shown]:
     batch = collect.load(cfg.target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
     for note in batch.notes:
-        console.warn(escape(note))
+        console.warn(note)
     chosen = [s for s in batch.samples if cfg.filters.keep(s)]
     if cfg.filters.rollout_id is not None and not chosen:
         raise UsageError(
