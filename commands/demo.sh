@@ -114,10 +114,10 @@ print(f"{f'train pass rate, first / last {k} steps':<{w}} {100 * train_first:>9.
 if temp.get("table"):
     table = ", ".join(f"{t:g}: {d:.2f}" for t, d in temp["table"])
     spreads = ", ".join(f"{t:g}: {x:.2f}" for (t, _), x in zip(temp["table"], temp.get("spreads") or []))
-    print(f"temperature {temp['temperature']:g} chosen by diversity ({temp['rule']}; D(T) {table}"
+    print(f"temperature {temp['temperature']:g} chosen by the probe ({temp['rule']}; D(T) {table}"
           + (f"; reward spread {spreads})" if spreads else ")"))
 else:
-    print(f"temperature {temp['temperature']:g} (fixed; --temperature auto chooses it by diversity)")
+    print(f"temperature {temp['temperature']:g} (fixed; --temperature auto lets the loop's probe choose it)")
 print(f"masked outputs {sum(s.get('masked_count', 0) for s in steps)}, truncated "
       f"{100 * statistics.fmean(s['truncated_rate'] for s in steps):.1f}% of samples")
 print(f"demo done in {seconds} s")

@@ -148,7 +148,7 @@ def test_demo_smoke_prints_the_before_after_table(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "before RL" in done.stdout and "after RL" in done.stdout and "demo done in" in done.stdout
-    assert "chosen by diversity" in done.stdout
+    assert "chosen by the probe" in done.stdout
     out = tmp_path / "demo"
     before = read_jsonl(out / "before" / "verdicts.jsonl", Verdict)
     after = read_jsonl(out / "after" / "verdicts.jsonl", Verdict)
