@@ -170,9 +170,11 @@ def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
 
 @pytest.mark.slow
 def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
-    """A warm start of examples/learn/ (300 supervised steps, no gate): its answers share their
-    boilerplate, so D is low at every T, but D(T) still rises from the coolest candidate to the
-    hottest, and the knee rule picks a T inside the grid."""
+    """A warm start of examples/learn/ (the learning proof's, gated at 35 %): its answers share
+    their boilerplate, so D is low at every T, but D(T) still rises from the coolest candidate to
+    the hottest, and the knee rule picks a T inside the grid. The gate, not a fixed step count,
+    places the model: 300 steps without it passed 4 % of the probe at T 0.6 on one machine and far
+    more on another (the pass is a phase change, and machines round differently)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -186,7 +188,7 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     learn = root / "examples" / "learn"
     warm = tmp_path / "warm"
     cmd = [sys.executable, str(learn / "warm_start.py"), "--problems", str(learn / "train.jsonl")]
-    cmd += ["--out", str(warm), "--steps", "300", "--lr", "4e-3", "--seed", "0"]
+    cmd += ["--out", str(warm), "--steps", "1500", "--target-pass", "0.35", "--seed", "0"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     tok = load_tokenizer(warm)
