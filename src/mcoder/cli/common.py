@@ -48,7 +48,10 @@ def guarded(fn):
             if os.environ.get("MCODER_DEBUG") == "1":
                 traceback.print_exc()
             console.print(labelled("error", "bold red", f"internal error: {type(e).__name__}: {e}"), soft_wrap=True)
-            console.print("[bold]hint:[/] this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback")
+            console.print(
+                labelled("hint", "bold", "this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback"),
+                soft_wrap=True,
+            )
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper
