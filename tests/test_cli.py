@@ -76,6 +76,9 @@ def test_square_brackets_in_messages_are_printed_as_written(monkeypatch):
     assert "runs/[test]/p.jsonl:3" in result.stderr
     assert "[bold]x[/bold]" in result.stderr
     assert "'mcoder[report]'" in result.stderr
+    # a closing tag that opens nothing: read as markup it made rich raise inside the error printer
+    result = runner.invoke(_app_raising(UsageError("field [/x] is not a path")), ["go"])
+    assert result.exit_code == 2 and "field [/x] is not a path" in result.stderr
     monkeypatch.delenv("MCODER_DEBUG", raising=False)
     result = runner.invoke(_app_raising(KeyError("[id]")), ["go"])
     assert "[id]" in result.stderr
