@@ -100,10 +100,19 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--allow-package",
                 rich_help_panel=LIMITS,
-                help="A third-party package programs may import (repeatable); by default they see the "
-                "standard library only.",
+                help="A third-party package programs may import (repeatable), beyond --libraries.",
             ),
         ] = None,
+        libraries: Annotated[
+            str,
+            typer.Option(
+                "--libraries",
+                rich_help_panel=LIMITS,
+                help="The contest platform libraries programs see where installed: contest (AtCoder's "
+                "and LeetCode's), atcoder (numpy, scipy, networkx, sortedcontainers, ...), leetcode "
+                "(sortedcontainers) or none (the standard library only).",
+            ),
+        ] = "contest",
         no_cache: Annotated[
             bool,
             typer.Option(
@@ -198,6 +207,7 @@ def register(app: typer.Typer) -> None:
             unsafe_no_sandbox=unsafe_no_sandbox,
             wall_factor=wall_factor,
             allow_packages=tuple(allow_package or ()),
+            libraries=libraries,
             cache=not no_cache,
         )
         judge_files(cfg, problems, rollouts, out, Shard.parse(shard), overwrite=overwrite)

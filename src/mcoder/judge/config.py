@@ -9,6 +9,7 @@ from mcoder.errors import UsageError
 
 COMPARE_MODES = ("microcoder", "strict")
 REWARDS = ("binary", "fraction")
+LIBRARY_PROFILES = ("contest", "atcoder", "leetcode", "none")
 
 
 def default_workers() -> int:
@@ -32,6 +33,9 @@ class JudgeConfig:
     wall_factor: float = 3.0
     """Wall-clock backstop of a test, as a multiple of ``timeout_s`` (for programs that sleep or
     block, which use no CPU)."""
+    slot_cpus: float = 1.0
+    """CPUs a candidate's process tree may use at once (a cgroup quota, where the host lets the
+    judge make one; 0 = no quota). Each slot also gets an equal share of a busy machine."""
     memory_mb: int = 1024
     """Memory limit in MiB: the address space of each process, and (where the host lets the judge
     make cgroups) the resident memory of the program's whole process tree together."""
@@ -56,8 +60,12 @@ class JudgeConfig:
     first_uid: int = 61000
     """First of the unused user ids that candidates run as (two per worker slot: programs, checks)."""
     allow_packages: tuple[str, ...] = ()
-    """Installed third-party packages a program may import (``--allow-package numpy``); by default
-    a program sees the standard library only."""
+    """Installed third-party packages a program may import beyond ``libraries``
+    (``--allow-package rich``)."""
+    libraries: str = "contest"
+    """Which contest platform's libraries a program sees, read-only, where they are installed:
+    ``atcoder`` (numpy, scipy, networkx, sortedcontainers, ...), ``leetcode`` (sortedcontainers),
+    ``contest`` (both) or ``none`` (the standard library only). Nothing else of the host's Python."""
 
     # --- speed
     cache_size: int = 20_000
@@ -89,9 +97,20 @@ class JudgeConfig:
         if not 1.0 <= self.wall_factor <= 100:
             raise UsageError(f"wall_factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
         self.allow_packages = tuple(self.allow_packages)
+        if self.libraries not in LIBRARY_PROFILES:
+            raise UsageError(f"unknown --libraries {self.libraries!r}", hint="use " + ", ".join(LIBRARY_PROFILES))
+        if not 0 <= self.slot_cpus <= 1024:
+            raise UsageError(f"slot_cpus {self.slot_cpus} is out of range", hint="give 0 (no quota) to 1024")
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:
             raise UsageError(
                 f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
             )
+
+    def visible_packages(self) -> tuple[str, ...]:
+        """The third-party packages a program may import: the installed ones of ``libraries``,
+        then ``allow_packages``."""
+        from mcoder.judge.sandbox import platform_packages
+
+        return tuple(dict.fromkeys([*platform_packages(self.libraries), *self.allow_packages]))

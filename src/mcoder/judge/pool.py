@@ -50,7 +50,8 @@ class Worker:
             None
             if cfg.unsafe_no_sandbox
             else sandbox.make_tree_cgroups(
-                f"mcoder-judge-{os.getpid()}-{root.name[len('mcoder-judge-'):]}-{self.base.name}", cfg.memory_mb
+                f"mcoder-judge-{os.getpid()}-{root.name[len('mcoder-judge-'):]}-{self.base.name}", cfg.memory_mb,
+                cfg.slot_cpus,
             )
         )
         self.proc: subprocess.Popen | None = None
@@ -82,7 +83,7 @@ class Worker:
             "role": self.role,
             "cgroups": self.cgroups,
             "wall_factor": self.cfg.wall_factor,
-            "packages": list(self.cfg.allow_packages),
+            "packages": list(self.cfg.visible_packages()),
         }
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         setup["fd_socket"] = theirs.fileno()

@@ -494,9 +494,59 @@ def check_isolation() -> None:
 # ---------------------------------------------------------------- a candidate's own view of files
 
 
-SYSTEM_ROOTS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/bin", "/usr/bin", "/etc"]
+SYSTEM_ROOTS = ["/bin", "/usr/bin", "/etc"]
+LIBRARY_FOLDERS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64"]
 DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 _PACKAGE_DIRS = {"site-packages", "dist-packages"}
+
+# What a contest platform's Python gives a program beyond the standard library (import names).
+# AtCoder's 2023 language set (the heavy machine-learning ones left out), and the packages some of
+# them import in turn; LeetCode documents sortedcontainers. Only those installed here are shown.
+PLATFORM_LIBRARIES = {
+    "atcoder": (
+        "numpy", "scipy", "networkx", "sympy", "mpmath", "sortedcontainers", "more_itertools",
+        "bitarray", "gmpy2", "pandas", "polars", "shapely", "pulp", "z3", "sklearn", "ortools",
+        "atcoder", "dateutil", "pytz", "tzdata", "six", "joblib", "threadpoolctl",
+    ),
+    "leetcode": ("sortedcontainers",),
+}
+
+
+def platform_packages(profile: str) -> list[str]:
+    """The installed libraries of ``profile``: a platform's name, ``contest`` (every platform's)
+    or ``none``."""
+    import importlib.util
+
+    names = PLATFORM_LIBRARIES.get(profile, ())
+    if profile == "contest":
+        names = tuple(dict.fromkeys(n for libs in PLATFORM_LIBRARIES.values() for n in libs))
+    found = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            found.append(name)
+    return found
+
+
+def system_roots() -> list[str]:
+    """The system's programs, configuration and shared libraries, without any Python's own
+    folders: each library folder is allowed entry by entry, leaving out ``python*`` (another
+    interpreter's standard library and its ``dist-packages``), since Landlock cannot allow a
+    folder and deny one below it."""
+    roots = set(SYSTEM_ROOTS)
+    for folder in LIBRARY_FOLDERS:
+        real = os.path.realpath(folder)  # /lib is often a link to /usr/lib
+        try:
+            entries = os.listdir(real)
+        except OSError:
+            continue
+        roots.update(
+            os.path.join(real, e) for e in entries if not e.startswith("python") and e not in _PACKAGE_DIRS
+        )
+    return sorted(roots)
 
 
 def stdlib_dirs() -> list[str]:
@@ -564,7 +614,7 @@ def candidate_roots(packages: list[str]) -> list[str]:
     """What a candidate may read: the standard library, the system's shared libraries and
     configuration, a few devices, and the packages the user named. Not the judge's virtual
     environment, not the project, not /proc, not the temporary folder, not the datasets."""
-    return sorted(set(stdlib_roots() + SYSTEM_ROOTS + DEVICES + package_roots(packages)))
+    return sorted(set(stdlib_roots() + system_roots() + DEVICES + package_roots(packages)))
 
 
 def landlock_ruleset(writable: list[str], readable: list[str], scope: bool, listable: list[str] = ()) -> int:
@@ -633,7 +683,8 @@ def fork_into_namespaces() -> int:
 # ---------------------------------------------------------------- seccomp: the kernel's surface
 
 # The calls a candidate never needs and that widen what it can reach: namespaces, mounts, tracing
-# other processes, BPF, keyrings, io_uring (it would bypass this filter), kernel modules, clocks.
+# other processes, BPF, keyrings, io_uring (it would bypass this filter), kernel modules, clocks,
+# and sync()/syncfs() (which make the host flush every dirty page of every disk).
 _DENIED = {
     "x86_64": {
         "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
@@ -648,6 +699,7 @@ _DENIED = {
         "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "vhangup": 153, "fanotify_init": 300,
         "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312, "iopl": 172, "ioperm": 173,
         "modify_ldt": 154, "uselib": 134, "memfd_secret": 447, "lookup_dcookie": 212,
+        "sync": 162, "syncfs": 306,
     },
     "aarch64": {
         "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
@@ -661,6 +713,7 @@ _DENIED = {
         "sethostname": 161, "setdomainname": 162, "settimeofday": 170, "clock_settime": 112,
         "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "vhangup": 58, "fanotify_init": 262,
         "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 272, "memfd_secret": 447,
+        "sync": 81, "syncfs": 267,
     },
 }
 _ARCH = {"x86_64": (0xC000003E, 56, 435, 41), "aarch64": (0xC00000B7, 220, 435, 198)}  # audit arch, clone, clone3, socket
@@ -754,10 +807,13 @@ def seccomp_enforce(fprog: _SockFprog) -> None:
 
 
 class TreeAccount:
-    """A cgroup of one worker slot's candidates (cgroup v1 ``memory`` + ``cpuacct``, or v2),
-    made by the judge process and entered by each candidate before it drops its privileges:
-    ``memory_mb`` bounds the memory of the candidate's whole process tree together, and the
-    CPU time of the whole tree is read from it. The files are opened once, before Landlock."""
+    """The cgroups of one worker slot's candidates (cgroup v1 ``memory`` + ``cpuacct`` + ``cpu``,
+    or v2; on a hybrid host also a v2 group for its pressure figures), made by the judge process
+    and entered by each candidate before it drops its privileges: ``memory_mb`` bounds the memory
+    of the candidate's whole process tree together, the ``cpu`` group gives the slot one CPU of
+    its own (a share among the slots, and a quota of one CPU), the CPU time of the whole tree is
+    read from ``cpuacct``, and the time the tree was runnable but got no CPU from ``cpu.pressure``.
+    The files are opened once, before Landlock."""
 
     def __init__(self, paths: dict[str, str]):
         self.paths = paths
@@ -766,7 +822,8 @@ class TreeAccount:
         mem = paths.get("v2") or paths["memory"]
         self.oom_fd = os.open(os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
         cpu_file = os.path.join(paths["v2"], "cpu.stat") if v2 else os.path.join(paths.get("cpuacct", ""), "cpuacct.usage")
-        self.cpu_fd = os.open(cpu_file, os.O_RDONLY | os.O_CLOEXEC) if os.path.exists(cpu_file) else -1
+        self.cpu_fd = _open_if(cpu_file)
+        self.stall_fd = _open_if(os.path.join(paths.get("v2") or paths.get("psi", ""), "cpu.pressure"))
         self.v2 = v2
 
     def _dirs(self) -> list[str]:
@@ -795,6 +852,33 @@ class TreeAccount:
             k, _, v = line.partition(" ")
             if k == "usage_usec":
                 return int(v) / 1e6
+        return None
+
+    def stall_s(self) -> float | None:
+        """Seconds in which every runnable process of the tree waited for a CPU (the ``full``
+        line of the group's ``cpu.pressure``); None where the host keeps no such figure."""
+        if self.stall_fd < 0:
+            return None
+        for line in os.pread(self.stall_fd, 4096, 0).decode().splitlines():
+            if line.startswith("full "):
+                return int(line.rpartition("total=")[2]) / 1e6
+        return None
+
+
+def _open_if(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def task_wait_s(pid: int) -> float | None:
+    """Seconds process ``pid`` (its main thread) was runnable but waited for a CPU: the run-queue
+    delay the scheduler keeps in ``/proc/PID/schedstat``."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
         return None
 
 
@@ -826,10 +910,11 @@ def _own_cgroup(controller: str) -> str | None:
     return None
 
 
-def make_tree_cgroups(name: str, memory_mb: int) -> dict[str, str] | None:
-    """Make the cgroup folders of one slot (``name``) with the memory limit set; None where the
-    host does not let this process make them (then the tree's memory is bounded by the process
-    limit times the address-space limit instead)."""
+def make_tree_cgroups(name: str, memory_mb: int, cpus: float = 1.0) -> dict[str, str] | None:
+    """Make the cgroup folders of one slot (``name``) with the memory limit, the CPU share and a
+    quota of ``cpus`` CPUs (0: none) set; None where the host does not let this process make them (then the tree's memory is
+    bounded by the process limit times the address-space limit instead, and its CPU by nothing
+    but the scheduler's fairness between processes)."""
     if os.geteuid() != 0:
         return None
     limit = str(memory_mb << 20)
@@ -847,9 +932,10 @@ def make_tree_cgroups(name: str, memory_mb: int) -> dict[str, str] | None:
             if cpu is not None:
                 paths["cpuacct"] = os.path.join(cpu, name)
                 os.makedirs(paths["cpuacct"], exist_ok=True)
+            paths.update(_v1_cpu_share(name, cpus))
             return paths
         except OSError:
-            remove_tree_cgroups({"memory": os.path.join(mem, name)})
+            remove_tree_cgroups(paths)
             return None
     v2 = _own_cgroup("")
     if v2 is not None and "memory" in Path(v2, "cgroup.subtree_control").read_text().split():
@@ -859,10 +945,49 @@ def make_tree_cgroups(name: str, memory_mb: int) -> dict[str, str] | None:
             Path(path, "memory.max").write_text(limit)
             with contextlib.suppress(OSError):
                 Path(path, "memory.swap.max").write_text("0")
+            if cpus > 0 and "cpu" in Path(path, "cgroup.controllers").read_text().split():
+                Path(path, "cpu.max").write_text(f"{_quota_us(cpus)} {SLOT_CPU_PERIOD_US}")
             return {"v2": path}
         except OSError:
+            remove_tree_cgroups({"v2": path})
             return None
     return None
+
+
+SLOT_CPU_PERIOD_US = 100_000
+
+
+def _quota_us(cpus: float) -> int:
+    return max(1000, round(cpus * SLOT_CPU_PERIOD_US))
+
+
+def _v1_cpu_share(name: str, cpus: float) -> dict[str, str]:
+    """A v1 ``cpu`` group of the slot: the default share (so N slots split a busy machine N
+    ways however many processes each runs) and a quota of ``cpus`` CPUs; and, on a hybrid host, a v2
+    group of the slot that keeps its pressure figures. Either is left out where it cannot be made."""
+    out = {}
+    cpu = _own_cgroup("cpu")
+    if cpu is not None:
+        path = os.path.join(cpu, name)
+        try:
+            os.makedirs(path, exist_ok=True)
+            Path(path, "cpu.shares").write_text("1024")
+            Path(path, "cpu.cfs_period_us").write_text(str(SLOT_CPU_PERIOD_US))
+            Path(path, "cpu.cfs_quota_us").write_text(str(_quota_us(cpus)) if cpus > 0 else "-1")
+            out["cpu"] = path
+        except OSError:
+            remove_tree_cgroups({"cpu": path})
+    unified = _own_cgroup("")
+    if unified is not None:
+        path = os.path.join(unified, name)
+        try:
+            os.makedirs(path, exist_ok=True)
+            if not os.path.exists(os.path.join(path, "cpu.pressure")):
+                raise OSError("no pressure figures")
+            out["psi"] = path
+        except OSError:
+            remove_tree_cgroups({"psi": path})
+    return out
 
 
 def remove_tree_cgroups(paths: dict[str, str] | None) -> None:
@@ -903,7 +1028,7 @@ def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
         _unmount_below(folder)
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
-    for ctrl in ("memory", "cpuacct", ""):
+    for ctrl in ("memory", "cpuacct", "cpu", ""):
         base = _own_cgroup(ctrl)
         if base is None:
             continue

@@ -84,11 +84,17 @@ class Protocol:
             view = view[os.write(self.wfd, view) :]
 
 
+STALL_CEILING = 4.0  # the backstop waits out CPU starvation up to this multiple of itself
+
+
 class Clock:
     """A test's time: CPU seconds of the candidate's whole tree (the slot's cgroup where there is
-    one, else the process and the children it reaped) against ``limit_s``, and wall seconds
-    against ``limit_s * wall_factor`` as a backstop for a program that sleeps or blocks. A busy
-    machine slows the wall clock, not the CPU clock, so it does not turn a pass into a time limit."""
+    one, else the process and the children it reaped) against ``limit_s``, checked while it runs
+    and again when it exits or replies; and wall seconds against ``limit_s * wall_factor`` as a
+    backstop for a program that sleeps or blocks. A busy machine slows the wall clock, not the
+    CPU clock: the time the program was runnable but got no CPU (its tree's CPU pressure where
+    the slot has a cgroup for it, else its run-queue wait) is not counted against the backstop,
+    up to ``STALL_CEILING`` times the backstop, so load does not turn a pass into a time limit."""
 
     def __init__(self, pid: int, limit_s: float):
         self.pid, self.limit = pid, limit_s
@@ -98,8 +104,11 @@ class Clock:
         self.limit = limit_s
         now = time.monotonic()
         self.first_look = now + limit_s  # no CPU limit can be reached before this
-        self.wall_end = now + limit_s * SETUP.get("wall_factor", 3.0)
+        self.backstop = limit_s * SETUP.get("wall_factor", 3.0)
+        self.wall_start = now
+        self.wall_end = now + self.backstop
         self.cpu0 = self._cpu()
+        self.stall0 = self._stall()
 
     def _cpu(self) -> float:
         account = SETUP.get("account_obj")
@@ -114,25 +123,51 @@ class Clock:
         except (OSError, IndexError, ValueError):
             return 0.0
 
+    def _stall(self) -> float:
+        account = SETUP.get("account_obj")
+        value = account.stall_s() if account is not None else None
+        if value is None:
+            value = sandbox.task_wait_s(self.pid)
+        return value or 0.0
+
     def used(self) -> float:
         return self._cpu() - self.cpu0
+
+    def over_at_exit(self, child_cpu_s: float) -> bool:
+        """Whether the tree spent more CPU than the limit, read once it has ended (or replied):
+        a tree of busy processes can do that in less wall time than the limit. ``child_cpu_s``
+        is the process's own account (it and the children it waited for) where no cgroup counts."""
+        account = SETUP.get("account_obj")
+        if account is not None and account.cpu_s() is not None:
+            return self.used() >= self.limit
+        return max(child_cpu_s - self.cpu0, self.used()) >= self.limit
+
+    def _backstop_due(self, now: float) -> bool:
+        """Whether the wall clock is past the backstop once the time spent waiting for a CPU is
+        taken off (read only when the plain wall clock is past it: no cost before)."""
+        if now < self.wall_end:
+            return False
+        ceiling = self.wall_start + self.backstop * STALL_CEILING
+        stalled = max(0.0, self._stall() - self.stall0)
+        self.wall_end = min(self.wall_start + self.backstop + stalled, ceiling)
+        return now >= self.wall_end
 
     def wait_s(self) -> float:
         """How long to sleep before the next look (0 when a limit is reached). CPU time grows no
         faster than wall time per thread, so sleeping the CPU time left is never too long for a
         single thread; the per-process RLIMIT_CPU catches many threads."""
         now = time.monotonic()
-        if now >= self.wall_end:
+        if self._backstop_due(now):
             return 0.0
         if now < self.first_look:  # too early to be over: no need to read the CPU clock
-            return self.first_look - now
+            return min(self.first_look, self.wall_end) - now
         left = self.limit - self.used()
         if left <= 0:
             return 0.0
         return min(self.wall_end - now, max(left, 0.005))
 
     def expired(self) -> str | None:
-        if time.monotonic() >= self.wall_end:
+        if self._backstop_due(time.monotonic()):
             return "wall-clock backstop"
         if self.used() >= self.limit:
             return "CPU-time limit"
@@ -151,6 +186,7 @@ class Child:
         self.out, self.err, self.res = bytearray(), bytearray(), bytearray()
         self.status: int | None = None
         self.maxrss_kb = 0
+        self.cpu_s = 0.0  # its own and its reaped children's, once it has ended
         self.why_timeout = ""
         self.oom0 = _oom_kills()
         self.wfd, self.pending = -1, bytearray()
@@ -178,9 +214,9 @@ class Child:
         'output_limit', or 'watch' when the ``watch`` fd (the judge's pipe) has something."""
         while True:
             if self._ready(frames):
-                return "report"
+                return "timeout" if frames and self._over_cpu(clock) else "report"
             if self.status is not None:
-                return "exit"
+                return "timeout" if self._over_cpu(clock) else "exit"
             if len(self.out) > self.max_out:
                 return "output_limit"
             wait = clock.wait_s()
@@ -202,6 +238,14 @@ class Child:
                     self._exited()
                 else:
                     self._read(fd)
+
+    def _over_cpu(self, clock: Clock) -> bool:
+        """A reply or an exit within the wall time can still be over the CPU limit (a tree of
+        busy processes): then it is a time limit, whatever it printed."""
+        if clock.over_at_exit(self.cpu_s):
+            self.why_timeout = "CPU-time limit"
+            return True
+        return False
 
     def _ready(self, frames: bool) -> bool:
         if not frames:
@@ -255,6 +299,7 @@ class Child:
         try:
             _, status, rusage = os.wait4(self.pid, 0)
             self.status, self.maxrss_kb = status, rusage.ru_maxrss
+            self.cpu_s = rusage.ru_utime + rusage.ru_stime
         except ChildProcessError:  # reaped elsewhere: it ended, how is unknown
             self.status = signal.SIGKILL  # read as "killed"
         os.close(self.pidfd)

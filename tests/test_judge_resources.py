@@ -1,0 +1,280 @@
+"""What a candidate gets of the machine, tried as an attacker would, with real programs in the real
+sandbox: its CPU (a slot of its own; the CPU of its whole tree counted, also when it ends early;
+no time limit for time it waited for a CPU), the libraries it sees (a contest platform's, nothing
+else of the host's Python) and the system calls it may not make."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mcoder.errors import EnvironmentMissing
+from mcoder.judge import sandbox
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.core import Judge
+from mcoder.records import Problem, Rollout, Test
+
+ANSWER = [Test("4\n", "8\n")]
+
+
+def _judge(**kw) -> Judge:
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox on this machine: {e.message}")
+    return Judge(JudgeConfig(**{"workers": 1, "memory_mb": 400, "cache": False, **kw}))
+
+
+def _rollout(rid: str, code: str, pid: str = "p") -> Rollout:
+    return Rollout(id=rid, problem_id=pid, completion=f"```python\n{textwrap.dedent(code)}\n```")
+
+
+def run(judge: Judge, code: str, tests=ANSWER, **problem):
+    p = Problem(id="p", source="test", question="", tests=list(tests), **problem)
+    (v,) = judge.judge({"p": p}, [_rollout("r", code)])
+    return v
+
+
+def burn_cpu(seconds: float) -> str:
+    """A program that spends ``seconds`` of its own CPU time, then prints twice its input."""
+    return f"""\
+        import time
+        n = int(input())
+        end = time.process_time() + {seconds}
+        while time.process_time() < end:
+            pass
+        print(2 * n)
+        """
+
+
+# ---------------------------------------------------------------- CPU: the whole tree, at its end too
+
+
+def test_a_tree_over_the_cpu_limit_in_less_wall_time_is_a_time_limit():
+    # twelve children spin, each in a session of its own (a scheduling group of its own where the
+    # kernel groups by session), and stop 1.5 s after the start, under the 2 s limit; the program
+    # answers only when they got more than 2 s of CPU together. The clock used to look at CPU time
+    # only once the wall clock reached the limit, and never at the exit: this was accepted. Run
+    # without the slot's one-CPU quota (which alone would keep the CPU time under the wall time).
+    code = """\
+        import os, time
+        t0 = time.monotonic()
+        n = int(input())
+        for _ in range(12):
+            if os.fork() == 0:
+                os.setsid()
+                while time.monotonic() < t0 + 1.5:
+                    pass
+                os._exit(0)
+        for _ in range(12):
+            os.wait()
+        t = os.times()
+        cpu = t.children_user + t.children_system
+        print(2 * n if cpu > 2.0 else f"only {cpu:.2f} s of CPU")
+        """
+    with _judge(timeout_s=2.0, slot_cpus=0) as judge:
+        v = run(judge, code)
+        assert v.status != "accepted", v.first_failure
+        if v.status == "wrong_answer":
+            pytest.skip("the machine gave the tree less than 2 s of CPU in 1.5 s: nothing to catch")
+        assert v.status == "time_limit", v.first_failure
+        assert run(judge, burn_cpu(0.3)).status == "accepted"  # a tree under the limit passes
+
+
+def test_a_tree_gets_one_cpu_at_once():
+    """The slot's quota: two busy processes together get the CPU time of one (the machine may give
+    them less; never, beyond noise, more)."""
+    code = """\
+        import os, time
+        n = int(input())
+        r, w = os.pipe()
+        t0 = time.monotonic()
+        for _ in range(2):
+            if os.fork() == 0:
+                end = time.monotonic() + 1.0
+                while time.monotonic() < end:
+                    pass
+                os.write(w, f"{time.process_time():.3f}\\n".encode())
+                os._exit(0)
+        os.close(w)
+        os.wait(), os.wait()
+        cpu = sum(float(x) for x in os.read(r, 100).split())
+        wall = time.monotonic() - t0
+        print(2 * n if cpu < 1.3 * wall else f"{cpu:.2f} s of CPU in {wall:.2f} s")
+        """
+    with _judge(timeout_s=5.0) as judge:
+        if not judge.pool.workers[0].cgroups or not ({"cpu", "v2"} & set(judge.pool.workers[0].cgroups)):
+            pytest.skip("no cgroup CPU controller for the judge here")
+        v = run(judge, code)
+        assert v.status == "accepted", v.first_failure
+
+
+def test_a_neighbour_forking_busy_processes_does_not_change_a_verdict():
+    # each attacker forks 30 processes that spin, each in its own session, and spins itself; six of
+    # them in a row keep the other worker's slot busy for about six seconds. The honest program
+    # needs 0.4 s of CPU per test: alone it passes; beside them, with one CPU share per process
+    # rather than per slot, it got a sixteenth of the machine and hit the wall-clock backstop.
+    attacker = """\
+        import os
+        for _ in range(30):
+            if os.fork() == 0:
+                os.setsid()
+                while True:
+                    pass
+        while True:
+            pass
+        """
+    honest = burn_cpu(0.4)
+    tests = [Test(f"{k}\n", f"{2 * k}\n") for k in (1, 2, 3)]
+    problems = {"p": Problem(id="p", source="test", question="", tests=tests)}
+    rollouts = [_rollout(f"attack{i}", attacker) for i in range(6)]
+    rollouts.insert(2, _rollout("honest", honest))
+    with _judge(workers=2, timeout_s=1.0, max_processes=32) as judge:
+        verdicts = {v.rollout_id: v for v in judge.judge(problems, rollouts)}
+    assert verdicts["honest"].status == "accepted", verdicts["honest"].first_failure
+    assert all(verdicts[f"attack{i}"].status == "time_limit" for i in range(6))
+
+
+@contextlib.contextmanager
+def burners_on_cpu0(n: int):
+    """``n`` processes spinning on CPU 0 only."""
+    code = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass"
+    # each in a session of its own: where the kernel groups processes by session (autogroup),
+    # one session's many burners would weigh as one
+    procs = [subprocess.Popen([sys.executable, "-c", code], start_new_session=True) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_time_spent_waiting_for_a_cpu_is_not_a_time_limit():
+    # the worker and its candidates are held to CPU 0, where four other processes spin: the program
+    # gets about a fifth of a CPU, so its 0.7 s of CPU take about 3.5 s of wall time, past the 3 s
+    # backstop (a 1 s limit, x3). It was runnable all along, never asleep: not a time limit.
+    if 0 not in os.sched_getaffinity(0):
+        pytest.skip("CPU 0 is not ours to use")
+    with _judge(timeout_s=1.0) as judge:
+        os.sched_setaffinity(judge.pool.workers[0].proc.pid, {0})
+        with burners_on_cpu0(4):
+            v = run(judge, burn_cpu(0.7))
+            assert v.status == "accepted", v.first_failure
+            # and a program that sleeps is still stopped by the backstop, load or not
+            assert run(judge, "import time\ntime.sleep(30)").status == "time_limit"
+
+
+# ---------------------------------------------------------------- libraries: a platform's, nothing else
+
+
+ATCODER_NUMPY = """\
+    # a knapsack over numpy arrays, as AtCoder programs write them
+    import sys
+    import numpy as np
+    data = sys.stdin.buffer.read().split()
+    n, cap = int(data[0]), int(data[1])
+    dp = np.zeros(cap + 1, dtype=np.int64)
+    for i in range(n):
+        w, v = int(data[2 + 2 * i]), int(data[3 + 2 * i])
+        dp[w:] = np.maximum(dp[w:], dp[:-w] + v)  # every weight is at least 1
+    print(int(dp.max()))
+    """
+KNAPSACK = [Test("3 8\n3 30\n4 50\n5 60\n", "90\n"), Test("1 5\n6 10\n", "0\n")]
+
+
+def test_a_numpy_program_is_accepted_and_nothing_else_of_the_hosts_python_is_there():
+    try:
+        import numpy
+    except ImportError:
+        pytest.skip("numpy is not installed")
+    with _judge(timeout_s=20.0, memory_mb=1024) as judge:  # numpy's import takes CPU on a loaded machine
+        v = run(judge, ATCODER_NUMPY, tests=KNAPSACK)
+        assert v.status == "accepted", v.first_failure
+        # installed beside the judge, but no contest platform's: hidden
+        v = run(judge, "import yaml", tests=KNAPSACK)
+        assert v.status == "runtime_error" and "ModuleNotFoundError" in v.first_failure["stderr"]
+        # nor can it be reached by path: neither the judge's own packages nor the system Python's
+        folders = [os.path.dirname(os.path.dirname(numpy.__file__)), "/usr/lib/python3/dist-packages"]
+        folders += [str(p) for p in Path("/usr/lib").glob("python3*")]
+        code = f"""\
+            import os, sys
+            seen = []
+            for folder in {folders!r}:
+                try:
+                    seen.append((folder, os.listdir(folder)[:3]))
+                except OSError:
+                    pass
+            sys.path[:0] = {folders!r}
+            try:
+                import yaml
+                seen.append(yaml.__file__)
+            except ImportError:
+                pass
+            print(8 if not seen else seen)
+            """
+        v = run(judge, code)
+        assert v.status == "accepted", v.first_failure
+
+
+def test_the_standard_library_only_when_asked():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pytest.skip("numpy is not installed")
+    with _judge(timeout_s=20.0, memory_mb=1024, libraries="none") as judge:
+        v = run(judge, ATCODER_NUMPY, tests=KNAPSACK)
+        assert v.status == "runtime_error" and "ModuleNotFoundError" in v.first_failure["stderr"]
+    with _judge(timeout_s=20.0, memory_mb=1024, libraries="none", allow_packages=("numpy",)) as judge:
+        assert run(judge, ATCODER_NUMPY, tests=KNAPSACK).status == "accepted"
+
+
+# ---------------------------------------------------------------- system calls
+
+
+_SYNC = {"x86_64": (162, 306), "aarch64": (81, 267)}
+
+
+def test_sync_is_refused():
+    machine = os.uname().machine
+    if machine not in _SYNC:
+        pytest.skip(f"no system call numbers for {machine}")
+    code = f"""\
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        out = []
+        for nr in {_SYNC[machine]!r}:
+            ctypes.set_errno(0)
+            out.append((libc.syscall(nr, 1), ctypes.get_errno()))
+        print(8 if out == [(-1, 1), (-1, 1)] else out)
+        """
+    with _judge(timeout_s=5.0) as judge:
+        v = run(judge, code)
+        assert v.status == "accepted", v.first_failure
+
+
+def test_every_denied_call_fails_with_eperm():
+    """Each call of the filter's own list, made with harmless arguments: refused, never run."""
+    machine = os.uname().machine
+    if machine not in sandbox._DENIED:
+        pytest.skip(f"no seccomp table for {machine}")
+    calls = sorted(sandbox._DENIED[machine].items())
+    code = f"""\
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        ran = []
+        for name, nr in {calls!r}:
+            ctypes.set_errno(0)
+            if libc.syscall(nr, -1, 0, 0, 0, 0) != -1 or ctypes.get_errno() != 1:
+                ran.append((name, ctypes.get_errno()))
+        print(8 if not ran else ran)
+        """
+    with _judge(timeout_s=5.0) as judge:
+        v = run(judge, code)
+        assert v.status == "accepted", v.first_failure
