@@ -813,11 +813,23 @@ class TreeAccount:
     of the candidate's whole process tree together, the ``cpu`` group gives the slot one CPU of
     its own (a share among the slots, and a quota of one CPU), the CPU time of the whole tree is
     read from ``cpuacct``, and the time the tree was runnable but got no CPU from ``cpu.pressure``.
-    The files are opened once, before Landlock."""
+    The files are opened once, before Landlock.
+
+    Moving a process between cgroups costs the kernel a few milliseconds each time (it waits for
+    every CPU to pass a quiescent point), so each candidate moves only into the group that counts
+    memory, which must hold the candidate alone. The worker itself joins the CPU-side groups once,
+    and its candidates are born in them: their CPU time and pressure include the worker's watch
+    loop, which sleeps while they run."""
 
     def __init__(self, paths: dict[str, str]):
         self.paths = paths
-        self.procs_fds = [os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for p in self._dirs()]
+        own = {p for k, p in paths.items() if k in ("memory", "v2")}
+        for p in self._dirs():
+            if p not in own:
+                Path(p, "cgroup.procs").write_text("0")
+        self.procs_fds = [
+            os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for p in self._dirs() if p in own
+        ]
         v2 = "v2" in paths
         mem = paths.get("v2") or paths["memory"]
         self.oom_fd = os.open(os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
@@ -830,7 +842,8 @@ class TreeAccount:
         return list(dict.fromkeys(self.paths.values()))
 
     def enter(self) -> None:
-        """Called in the candidate (still root): it and all it starts belong to the account."""
+        """Called in the candidate (still root): it and all it starts belong to the account (to
+        its CPU-side groups already, as a child of the worker)."""
         for fd in self.procs_fds:
             os.write(fd, b"0")
 

@@ -1,0 +1,214 @@
+"""mcoder's judge and LiveCodeBench's own evaluator on the same submissions, in one run.
+
+Records: each reference solution of the project's example problems (stdin and call), in the
+versions real submissions come in: ``correct``; ``slow`` (correct, after ~0.3 s of CPU);
+``wrong`` (an extra first line, or a wrong return value); ``crash`` (an exception after the
+output, or in the call); ``tle`` (an endless loop). Every record has all its problem's tests
+(3 to 10), so most of the time goes where it goes on real submissions: fresh processes per test,
+waits for time limits, failures part-way.
+
+Both evaluators get the same records, the same number of workers and the same time limit, and
+stop a record at its first failing test. LiveCodeBench's evaluator is a copy of its repository
+(``--lcb``: the folder that holds ``lcb_runner``), run in a process of its own through its
+``codegen_metrics`` (one sample per record, so that its process pool spreads records as mcoder's
+pool does); nothing of it is copied here. Printed: each one's wall time, the ratio, the verdicts
+on which they differ, and the floor: the programs' own CPU time (each test up to the first failure,
+the program run alone in a forked process; an endless loop counts the time limit) divided by the
+workers: no evaluator that runs these programs can be faster.
+
+Wall times depend on what else the machine runs: compare the two in the same run, not across runs.
+
+Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--workers 2] [--timeout 2] [--limit N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from mcoder.judge.config import JudgeConfig
+from mcoder.judge.core import Judge
+from mcoder.records import Problem, Rollout, from_dict
+
+SLOW_PREFIX = "import time as _t\n_end = _t.process_time() + 0.3\nwhile _t.process_time() < _end:\n    pass\n"
+CALL_WRAP = "\n_mc_orig = {fn}\n\n\ndef {fn}(*args, **kw):\n{body}\n"
+VARIANTS = ("correct", "slow", "wrong", "crash", "tle")
+
+
+def variant(code: str, kind: str, fn: str | None, name: str) -> str:
+    """The reference ``code`` made into submission ``name``."""
+    if name == "correct":
+        return code
+    if name == "slow":
+        return SLOW_PREFIX + code
+    if kind == "stdin":
+        return {
+            "wrong": "print('wrong')\n" + code,
+            "crash": code + "\nraise ValueError('crash')\n",
+            "tle": "while True:\n    pass\n" + code,
+        }[name]
+    body = {
+        "wrong": "    return 'wrong'",
+        "crash": "    _mc_orig(*args, **kw)\n    raise ValueError('crash')",
+        "tle": "    while True:\n        pass",
+    }[name]
+    return code + CALL_WRAP.format(fn=fn, body=body)
+
+
+def records(limit: int, variants: list[str]) -> list[tuple[Problem, str, str]]:
+    """(problem, variant name, code) for the first ``limit`` problems of each example set."""
+    out = []
+    for kind in ("stdin", "call"):
+        path = ROOT / "examples" / "problems" / f"{kind}.jsonl"
+        for line in path.read_text().splitlines()[:limit]:
+            p = from_dict(Problem, json.loads(line))
+            if p.reference_solutions and p.tests:
+                out += [(p, v, variant(p.reference_solutions[0], kind, p.fn_name, v)) for v in variants]
+    return out
+
+
+def is_call(p: Problem) -> bool:
+    return p.tests[0].kind == "call"
+
+
+# ---------------------------------------------------------------- mcoder
+
+
+def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int]]:
+    """Wall time, passed per record, and tests run per record (up to the first failure)."""
+    problems = {p.id: p for p, _, _ in recs}
+    rollouts = [
+        Rollout(id=f"r{i}", problem_id=p.id, completion=f"```python\n{code}\n```") for i, (p, _, code) in enumerate(recs)
+    ]
+    cfg = JudgeConfig(workers=workers, timeout_s=timeout, cache=False)
+    with Judge(cfg) as judge:
+        t0 = time.perf_counter()
+        verdicts = judge.judge(problems, rollouts)
+        wall = time.perf_counter() - t0
+    ran = [v.tests_total if v.passed else v.tests_passed + 1 for v in verdicts]
+    return wall, [v.passed for v in verdicts], ran
+
+
+# ---------------------------------------------------------------- LiveCodeBench's evaluator
+
+LCB_RUNNER = """\
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from lcb_runner.evaluation.compute_code_generation_metrics import codegen_metrics
+data = json.load(open(sys.argv[2]))
+t0 = time.perf_counter()
+metrics, results, _ = codegen_metrics(
+    data["samples"], data["generations"], k_list=[1], num_process_evaluate=data["workers"], timeout=data["timeout"]
+)
+wall = time.perf_counter() - t0
+passed = [all(r is True or r == 1 for r in results[i][0]) for i in range(len(data["samples"]))]
+print(json.dumps({"wall": wall, "passed": passed}))
+"""
+
+
+def lcb_sample(p: Problem) -> dict:
+    io_ = {"inputs": [t.input for t in p.tests], "outputs": [t.output for t in p.tests]}
+    if is_call(p):
+        io_["fn_name"] = p.fn_name
+    return {"input_output": json.dumps(io_)}
+
+
+def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[bool]]:
+    data = {
+        "samples": [lcb_sample(p) for p, _, _ in recs],
+        "generations": [[code] for _, _, code in recs],
+        "workers": workers,
+        "timeout": max(1, round(timeout)),  # its alarm takes whole seconds
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(data, f)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", LCB_RUNNER, str(lcb), f.name], capture_output=True, text=True, check=False
+        )
+    finally:
+        os.unlink(f.name)
+    if r.returncode != 0:
+        sys.exit(f"LiveCodeBench's evaluator failed:\n{r.stderr[-3000:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return out["wall"], out["passed"]
+
+
+# ---------------------------------------------------------------- the floor
+
+
+def own_cpu_s(p: Problem, code: str, test_index: int, timeout: float) -> float:
+    """CPU seconds the program spends on one test, run alone in a forked process (no judge, no
+    interpreter start), capped at the time limit."""
+    test = p.tests[test_index]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            cap = math.ceil(timeout)
+            resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            sys.stdin = io.TextIOWrapper(io.BytesIO(test.input.encode() if not is_call(p) else b""))
+            sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
+            scope = {"__name__": "__main__"}
+            exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
+            if is_call(p):
+                scope[p.fn_name](*[json.loads(a) for a in test.input.split("\n")])
+            sys.stdout.flush()
+        except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
+            pass
+        os._exit(0)
+    _, _, ru = os.wait4(pid, 0)
+    return min(ru.ru_utime + ru.ru_stime, timeout)
+
+
+def floor_s(recs, ran: list[int], workers: int, timeout: float) -> float:
+    total = 0.0
+    for (p, name, code), n in zip(recs, ran):
+        if name == "tle":
+            total += timeout  # it never ends: any judge waits for the limit, once
+            continue
+        total += sum(own_cpu_s(p, code, i, timeout) for i in range(n))
+    return total / workers
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lcb", type=Path, required=True, help="a copy of LiveCodeBench's repository")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")
+    ap.add_argument("--limit", type=int, default=1000, help="problems per example set")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="which versions of each reference")
+    args = ap.parse_args()
+    if not (args.lcb / "lcb_runner" / "evaluation").is_dir():
+        sys.exit(f"--lcb {args.lcb}: no lcb_runner/evaluation there (give the folder of LiveCodeBench's repository)")
+    variants = [v for v in args.variants.split(",") if v in VARIANTS]
+    recs = records(args.limit, variants)
+    tests = sum(len(p.tests) for p, _, _ in recs)
+    print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
+    t_lcb, lcb_passed = run_lcb(recs, args.workers, args.timeout, args.lcb)
+    t_mc, mc_passed, ran = run_mcoder(recs, args.workers, args.timeout)
+    floor = floor_s(recs, ran, args.workers, args.timeout)
+    print(f"LiveCodeBench: {t_lcb:.1f} s   mcoder: {t_mc:.1f} s   LiveCodeBench/mcoder: {t_lcb / t_mc:.2f}x")
+    print(f"floor (programs' own CPU time / workers): {floor:.1f} s   floor/mcoder: {floor / t_mc:.2f}")
+    differ = [(p.id, name, a, b) for (p, name, _), a, b in zip(recs, mc_passed, lcb_passed) if a != b]
+    print(f"accepted: mcoder {sum(mc_passed)}, LiveCodeBench {sum(lcb_passed)}; verdicts that differ: {len(differ)}")
+    for pid, name, a, b in differ:
+        print(f"  {pid} {name}: mcoder {'pass' if a else 'fail'}, LiveCodeBench {'pass' if b else 'fail'}")
+
+
+if __name__ == "__main__":
+    main()
