@@ -25,12 +25,16 @@ the same with a user namespace of the judge's own in place of the unused user id
   socket (socket(AF_UNIX) is refused, abstract and pathname alike; no netlink either), no
   nested namespaces, mount, ptrace, process_vm_*, bpf, keyctl, perf_event_open, userfaultfd,
   io_uring or kernel-module calls (seccomp), no setuid way back (no_new_privs).
-- Files: it reads the standard library, the system's shared libraries and /etc, a few devices,
-  and the packages named with ``allow_packages``; it writes only its own folder, which is a
+- Files: it reads the standard library, the system's shared libraries and /etc (no other
+  interpreter's folders), a few devices, the installed libraries of a contest platform
+  (``libraries``) and the packages named with ``allow_packages``; it writes only its own folder, which is a
   tmpfs of ``max_disk_mb`` per worker, emptied between tests. The judge's virtual environment,
   the project, /proc, the temporary folder and the datasets are unreadable.
+- CPU: where the host lets the judge make a cgroup ``cpu`` group, each slot has an equal share
+  of a busy machine however many processes its candidate forks, and a quota of ``slot_cpus``.
 - Limits: CPU time per test (its whole tree's, from the slot's cgroup where the host has one),
-  with a wall-clock backstop of ``wall_factor`` (3x) for programs that sleep; memory per
+  checked while it runs and when it exits, with a wall-clock backstop of ``wall_factor`` (3x)
+  for programs that sleep, which does not count time spent waiting for a CPU; memory per
   process (RLIMIT_AS), and for the whole tree where a cgroup can be made (cgroup v1 memory, or
   v2 where the memory controller is delegated); processes (RLIMIT_NPROC of its user id), open
   files, file size, output size.
@@ -39,7 +43,9 @@ What it does not guarantee:
 
 - Without a cgroup the tree's memory is bounded only by ``max_processes`` x ``memory_mb``;
   without cgroup CPU accounting, CPU time counts the candidate process and the children it
-  waited for (a tree of busy processes is stopped by RLIMIT_CPU per process and the backstop).
+  waited for (a tree of busy processes is stopped by RLIMIT_CPU per process and the backstop);
+  without a ``cpu`` group a slot has no CPU share of its own (a neighbour's many processes slow
+  it; the backstop then credits the main process's run-queue wait only).
 - It is not a defence against kernel bugs reachable through the system calls it allows (a
   VM or gVisor is). Timing side channels and the amount of CPU a candidate burns within its
   limits are not hidden. The standard library's own folder can be listed (names of the base
