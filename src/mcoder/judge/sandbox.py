@@ -982,12 +982,14 @@ def _quota_us(cpus: float) -> int:
 
 def _v1_cpu_share(name: str, cpus: float) -> dict[str, str]:
     """A v1 ``cpu`` group of the slot: the default share (so N slots split a busy machine N
-    ways however many processes each runs) and a quota of ``cpus`` CPUs; and, on a hybrid host, a v2
-    group of the slot that keeps its pressure figures. Either is left out where it cannot be made."""
+    ways however many processes each runs) and a quota of ``cpus`` CPUs; and, on a hybrid host,
+    a v2 group of the slot that keeps its pressure figures. Either is left out where it cannot
+    be made."""
     out = {}
     cpu = _own_cgroup("cpu")
     if cpu is not None:
         path = os.path.join(cpu, name)
+        made = not os.path.exists(path)  # else it is the cpuacct group, mounted together with cpu
         try:
             os.makedirs(path, exist_ok=True)
             Path(path, "cpu.shares").write_text("1024")
@@ -995,7 +997,8 @@ def _v1_cpu_share(name: str, cpus: float) -> dict[str, str]:
             Path(path, "cpu.cfs_quota_us").write_text(str(_quota_us(cpus)) if cpus > 0 else "-1")
             out["cpu"] = path
         except OSError:
-            remove_tree_cgroups({"cpu": path})
+            if made:
+                remove_tree_cgroups({"cpu": path})
     unified = _own_cgroup("")
     if unified is not None:
         path = os.path.join(unified, name)
