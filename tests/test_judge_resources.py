@@ -226,6 +226,28 @@ def test_a_numpy_program_is_accepted_and_nothing_else_of_the_hosts_python_is_the
         assert v.status == "accepted", v.first_failure
 
 
+@pytest.mark.slow  # scipy, sympy, pandas, ...: seconds of imports
+def test_every_platform_library_installed_here_imports_in_the_sandbox():
+    """Each name of the platforms' lists that the host has: importable, with what it imports in
+    turn (a library shown without its own dependencies would fail the programs that use it)."""
+    names = sandbox.platform_packages("contest")
+    if not names:
+        pytest.skip("no contest platform library is installed here")
+    code = f"""\
+        import importlib
+        failed = []
+        for name in {names!r}:
+            try:
+                importlib.import_module(name)
+            except Exception as e:
+                failed.append((name, repr(e)[:200]))
+        print(8 if not failed else failed)
+        """
+    with _judge(timeout_s=60.0, memory_mb=2048) as judge:
+        v = run(judge, code)
+        assert v.status == "accepted", v.first_failure
+
+
 def test_the_standard_library_only_when_asked():
     try:
         import numpy  # noqa: F401
