@@ -133,14 +133,15 @@ class Clock:
     def used(self) -> float:
         return self._cpu() - self.cpu0
 
-    def over_at_exit(self, child_cpu_s: float) -> bool:
+    def over_at_exit(self, ended_cpu_s: float | None) -> bool:
         """Whether the tree spent more CPU than the limit, read once it has ended (or replied):
-        a tree of busy processes can do that in less wall time than the limit. ``child_cpu_s``
-        is the process's own account (it and the children it waited for) where no cgroup counts."""
+        a tree of busy processes can do that in less wall time than the limit. ``ended_cpu_s``
+        is the ended process's own account (it and the children it waited for), used where no
+        cgroup counts (its /proc entry is gone, and its pid may already be another's)."""
         account = SETUP.get("account_obj")
-        if account is not None and account.cpu_s() is not None:
+        if (account is not None and account.cpu_s() is not None) or ended_cpu_s is None:
             return self.used() >= self.limit
-        return max(child_cpu_s - self.cpu0, self.used()) >= self.limit
+        return ended_cpu_s - self.cpu0 >= self.limit
 
     def _backstop_due(self, now: float) -> bool:
         """Whether the wall clock is past the backstop once the time spent waiting for a CPU is
@@ -242,7 +243,7 @@ class Child:
     def _over_cpu(self, clock: Clock) -> bool:
         """A reply or an exit within the wall time can still be over the CPU limit (a tree of
         busy processes): then it is a time limit, whatever it printed."""
-        if clock.over_at_exit(self.cpu_s):
+        if clock.over_at_exit(self.cpu_s if self.status is not None else None):
             self.why_timeout = "CPU-time limit"
             return True
         return False
