@@ -105,3 +105,26 @@ def test_hostile_programs_as_an_unprivileged_user(world_dir):
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert " passed" in r.stdout
+
+
+def test_resources_as_an_unprivileged_user(world_dir):
+    """Without cgroups: the exit-time CPU check reads the program's own account, the backstop the
+    run-queue wait of its process, and the libraries and system calls are as with root. (A slot has
+    no CPU share of its own here: the neighbour test is root's alone, as the README says.)"""
+    r = as_nobody(
+        [
+            "-m",
+            "pytest",
+            str(ROOT / "tests" / "test_judge_resources.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "not neighbour",
+            "--basetemp",
+            str(world_dir / "tmp"),
+        ],
+        world_dir,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout
