@@ -87,6 +87,15 @@ def register(app: typer.Typer) -> None:
                 help="Wall-clock backstop per test, as a multiple of --timeout (the limit itself is CPU time).",
             ),
         ] = 3.0,
+        slot_cpus: Annotated[
+            float,
+            typer.Option(
+                "--slot-cpus",
+                rich_help_panel=LIMITS,
+                help="CPUs one program's process tree may use at once, where the judge can make a cgroup "
+                "(0: no quota); each worker slot also gets an equal share of a busy machine.",
+            ),
+        ] = 1.0,
         memory_mb: Annotated[
             int,
             typer.Option(
@@ -206,6 +215,7 @@ def register(app: typer.Typer) -> None:
             early_exit=False if no_early_exit else None,
             unsafe_no_sandbox=unsafe_no_sandbox,
             wall_factor=wall_factor,
+            slot_cpus=slot_cpus,
             allow_packages=tuple(allow_package or ()),
             libraries=libraries,
             cache=not no_cache,
