@@ -821,9 +821,9 @@ class TreeAccount:
     read from ``cpuacct``, and the time the tree was runnable but got no CPU from ``cpu.pressure``.
     The files are opened once, before Landlock.
 
-    Moving a process between cgroups costs the kernel a few milliseconds each time (it waits for
-    every CPU to pass a quiescent point), so each candidate moves only into the group that counts
-    memory, which must hold the candidate alone. The worker itself joins the CPU-side groups once,
+    Every move of a process between cgroups costs the kernel time (a fraction of a millisecond,
+    at times several), so each candidate moves only into the group that counts memory, which
+    must hold the candidate alone. The worker itself joins the CPU-side groups once,
     and its candidates are born in them: their CPU time and pressure include the worker's watch
     loop, which sleeps while they run."""
 
@@ -839,9 +839,8 @@ class TreeAccount:
         v2 = "v2" in paths
         mem = paths.get("v2") or paths["memory"]
         self.oom_fd = os.open(os.path.join(mem, "memory.events" if v2 else "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
-        cpu_file = os.path.join(paths["v2"], "cpu.stat") if v2 else os.path.join(paths.get("cpuacct", ""), "cpuacct.usage")
-        self.cpu_fd = _open_if(cpu_file)
-        self.stall_fd = _open_if(os.path.join(paths.get("v2") or paths.get("psi", ""), "cpu.pressure"))
+        self.cpu_fd = _open_if(paths.get("v2") or paths.get("cpuacct"), "cpu.stat" if v2 else "cpuacct.usage")
+        self.stall_fd = _open_if(paths.get("v2") or paths.get("psi"), "cpu.pressure")
         self.v2 = v2
 
     def _dirs(self) -> list[str]:
@@ -884,9 +883,12 @@ class TreeAccount:
         return None
 
 
-def _open_if(path: str) -> int:
+def _open_if(folder: str | None, name: str) -> int:
+    """``folder/name`` open for reading, or -1 where there is no such folder or file."""
+    if not folder:
+        return -1
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(os.path.join(folder, name), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return -1
 
