@@ -119,9 +119,7 @@ def pass_table(samples: list[Shown], ks: tuple[int, ...], bounds: tuple[float, f
                 platform_name(p.platform if p else None),
                 difficulty_bucket(p.difficulty if p else None, bounds),
             )
-        t.n += 1
-        t.c += bool(s.verdict.passed)
-        t.statuses[s.verdict.status] += 1
+        t.add(s.verdict)
     return build_table(tallies.values(), ks)
 
 
