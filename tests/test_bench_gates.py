@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from bench_data import BASELINE, VERDICTS, write_problems, write_verdicts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml, Skipped
 from typer.testing import CliRunner
 
+from bench_data import BASELINE, VERDICTS, write_problems, write_verdicts
 from mcoder.bench import junit
 from mcoder.bench.gates import Change, Gates, changes, parse_rate
 from mcoder.bench.table import ProblemTally
@@ -79,7 +79,9 @@ def test_max_drop_gates_the_mean_not_each_problem(files):
     assert bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--max-drop", "0").exit_code == 0
     r = bench("-p", problems, "--verdicts", base, "--baseline", verdicts, "--max-drop", "24.9")
     assert r.exit_code == EXIT_GATE and "pass@1 fell 25.0 points (60.0% -> 35.0%)" in r.stderr
-    assert bench("-p", problems, "--verdicts", base, "--baseline", verdicts, "--max-drop", "25").exit_code == 0
+    assert (
+        bench("-p", problems, "--verdicts", base, "--baseline", verdicts, "--max-drop", "25").exit_code == 0
+    )
 
 
 def test_a_broken_job_is_not_a_failed_gate(files, tmp_path):
@@ -94,8 +96,13 @@ def test_a_broken_job_is_not_a_failed_gate(files, tmp_path):
     for rate in ("60", "1.5", "-0.1", "nan", "sixty", "101%"):
         r = bench("-p", problems, "--verdicts", verdicts, "--fail-under", rate)
         assert r.exit_code == EXIT_USAGE, rate
-    assert "did you mean 0.6 (60%)?" in bench("-p", problems, "--verdicts", verdicts, "--fail-under", "60").stderr
-    assert bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--max-drop", "-1").exit_code == 2
+    assert (
+        "did you mean 0.6 (60%)?"
+        in bench("-p", problems, "--verdicts", verdicts, "--fail-under", "60").stderr
+    )
+    assert (
+        bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--max-drop", "-1").exit_code == 2
+    )
 
 
 def test_parse_rate():
@@ -126,7 +133,9 @@ def test_junit_read_back_by_a_junit_parser(files, tmp_path):
     lines[4] = json.dumps(first)
     verdicts.write_text("\n".join(lines) + "\n")
     out = tmp_path / "ci" / "junit.xml"
-    r = bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--fail-on-regression", "--junit", out)
+    r = bench(
+        "-p", problems, "--verdicts", verdicts, "--baseline", base, "--fail-on-regression", "--junit", out
+    )
     assert r.exit_code == EXIT_GATE  # the report is written before the gate fails the job
     assert str(out) in r.stdout.splitlines()
     xml = JUnitXml.fromfile(str(out))
@@ -142,7 +151,9 @@ def test_junit_read_back_by_a_junit_parser(files, tmp_path):
     assert isinstance(failure, Failure) and failure.type == "runtime_error"
     assert failure.message == "regressed p2: 1/2 -> 0/2 passed, now runtime_error"
     assert "first failing sample: p2-0 (runtime_error)" in failure.text
-    assert "--- stderr\nTraceback ...\nValueError: boom" in failure.text and "--- expected\n8\n" in failure.text
+    assert (
+        "--- stderr\nTraceback ...\nValueError: boom" in failure.text and "--- expected\n8\n" in failure.text
+    )
     assert cases["p2"].time == pytest.approx(0.25)
     assert isinstance(cases["p5"].result[0], Skipped)
     # without the regression gate p2 still fails (no sample passed), typed by its status and test

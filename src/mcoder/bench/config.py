@@ -119,7 +119,8 @@ class BenchConfig:
             )
         if g.max_drop is not None and not 0 <= g.max_drop <= 100:
             raise UsageError(
-                f"--max-drop {g.max_drop:g} is not between 0 and 100 percentage points", hint="e.g. --max-drop 2"
+                f"--max-drop {g.max_drop:g} is not between 0 and 100 percentage points",
+                hint="e.g. --max-drop 2",
             )
         if g.fail_under is not None and not 0 <= g.fail_under <= 1:
             raise UsageError(f"--fail-under {g.fail_under:g} is not between 0 and 1")

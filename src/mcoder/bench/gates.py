@@ -60,7 +60,9 @@ class Change:
         return f"{self.id}: {c0}/{n0} -> {now}{why}"
 
 
-def changes(tallies: dict[str, ProblemTally], base: dict[str, ProblemTally]) -> tuple[list[Change], list[Change]]:
+def changes(
+    tallies: dict[str, ProblemTally], base: dict[str, ProblemTally]
+) -> tuple[list[Change], list[Change]]:
     """(regressions, improvements), each sorted by problem id."""
     worse, better = [], []
     for pid in sorted(base):
@@ -80,9 +82,7 @@ def changes(tallies: dict[str, ProblemTally], base: dict[str, ProblemTally]) -> 
     return worse, better
 
 
-def check(
-    gates: Gates, table: Table, baseline: Table | None, regressions: list[Change]
-) -> list[str]:
+def check(gates: Gates, table: Table, baseline: Table | None, regressions: list[Change]) -> list[str]:
     """One line per failed gate (empty: every gate passed)."""
     failed = []
     now = table.cell().pass_at[1]
@@ -119,7 +119,9 @@ def parse_rate(text: str) -> float:
     try:
         value = float(raw[:-1] if percent else raw)
     except ValueError:
-        raise UsageError(f"--fail-under {text!r} is not a rate", hint="e.g. --fail-under 0.6 or 60%") from None
+        raise UsageError(
+            f"--fail-under {text!r} is not a rate", hint="e.g. --fail-under 0.6 or 60%"
+        ) from None
     if percent:
         value /= 100
     if not 0 <= value <= 1:  # also refuses nan

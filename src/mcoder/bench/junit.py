@@ -30,9 +30,7 @@ FIELD_CHARS = 4000
 # Characters XML 1.0 allows (its "Char" production); anything else cannot appear in a document,
 # not even escaped.
 XML_CHAR_RANGES = ((0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF))
-_NOT_XML = re.compile(
-    "[^" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in XML_CHAR_RANGES) + "]"
-)
+_NOT_XML = re.compile("[^" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in XML_CHAR_RANGES) + "]")
 REPLACEMENT = "\ufffd"
 FAILURE_FIELDS = ("input", "expected", "got", "stderr", "detail", "reason")
 
