@@ -5,6 +5,10 @@ candidate text enters the XML fuzzed, and checked on every character range the c
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +230,71 @@ def test_every_failure_status_types_its_case(status, tmp_path):
 def test_a_long_field_is_cut():
     assert len(junit.xml_text("x" * 10_000)) < junit.FIELD_CHARS + 40
     assert Change("p", (1, 1), (0, 0)).text() == "p: 1/1 -> no verdict now"
+
+
+# ------------------------------------------------------------------ examples/ci: the jobs' own steps
+
+EXAMPLES_CI = Path(__file__).resolve().parents[1] / "examples" / "ci"
+INSTALL = "pip install ."  # the one step not run here: mcoder is installed in this interpreter
+
+
+def ci_steps(name: str) -> tuple[dict[str, str], list[tuple[str, bool]]]:
+    """The environment and the shell steps (script, runs even after a failure) of an example job."""
+    import yaml
+
+    doc = yaml.safe_load((EXAMPLES_CI / name).read_text())
+    if "jobs" in doc:  # GitHub Actions
+        job = doc["jobs"]["judge"]
+        runs = [s for s in job["steps"] if "run" in s]
+        steps = [(s["run"], s.get("if") == "always()") for s in runs if s["run"].strip() != INSTALL]
+        assert len(steps) == len(runs) - 1, "exactly the install step is left out"
+        return job["env"], steps
+    job = doc["mcoder-judge"]  # GitLab CI
+    assert job["before_script"] == [INSTALL] and job["artifacts"]["reports"]["junit"] == "ci-out/junit.xml"
+    return job["variables"], [(line, False) for line in job["script"]]
+
+
+def run_ci(name: str, workdir: Path) -> list[int]:
+    """Run the job's shell steps as the CI system would (bash -e, stop at the first failure but
+    for `if: always()` steps); each step's exit code."""
+    from mcoder.judge import sandbox
+
+    try:
+        sandbox.check_isolation()
+    except Exception as e:  # noqa: BLE001  (EnvironmentMissing: the job would exit 4 here)
+        pytest.skip(f"no sandbox on this machine: {e}")
+    if not (workdir / "examples" / "ci").exists():
+        shutil.copytree(EXAMPLES_CI, workdir / "examples" / "ci")
+    env_vars, steps = ci_steps(name)
+    env = {**os.environ, **{k: str(v) for k, v in env_vars.items()}}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # python and mcoder
+    env["GITHUB_STEP_SUMMARY"] = str(workdir / "summary.md")
+    codes: list[int] = []
+    for script, always in steps:
+        if codes and codes[-1] != 0 and not always:
+            continue
+        done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        codes.append(done.returncode)
+    return codes
+
+
+def test_the_github_workflow_passes_on_the_bundled_solutions(tmp_path):
+    codes = run_ci("github-actions.yml", tmp_path)
+    assert codes == [0, 0, 0, 0], codes
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
+    assert (suite.tests, suite.failures, suite.skipped) == (6, 0, 0)
+    assert "### pass@1" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
+    shutil.copytree(EXAMPLES_CI, tmp_path / "examples" / "ci")
+    (tmp_path / "examples" / "ci" / "solutions" / "mc-stdin-002.py").write_text("print(input())\n")
+    codes = run_ci("gitlab-ci.yml", tmp_path)
+    assert codes == [0, 0, EXIT_GATE], codes
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
+    assert (suite.tests, suite.failures) == (6, 1)
+    (case,) = [c for c in suite if not c.is_passed]
+    assert case.name == "mc-stdin-002" and case.result[0].type == "wrong_answer"
+    assert case.result[0].message.startswith("regressed mc-stdin-002: 1/1 -> 0/1 passed")
+    assert "--- expected" in case.result[0].text and "--- got" in case.result[0].text
