@@ -199,7 +199,7 @@ def test_any_candidate_text_makes_a_document_a_junit_parser_reads(tmp_path, pid,
     text = junit.document([_tally(pid, "wrong_answer", ff, rollout_id=got[:10])], [], source=pid,
                           gate_regressions=False)  # fmt: skip
     (case,) = next(iter(_parse(text, tmp_path)))
-    assert case.name == junit.xml_text(pid).replace("\r", "\n")  # XML reads a bare CR as a newline
+    assert case.name == junit.xml_text(pid)  # attributes keep CR and LF (escaped as character references)
     (failure,) = case.result
     assert junit.xml_text(got).replace("\r\n", "\n").replace("\r", "\n") in failure.text.replace("\r", "\n")
 
