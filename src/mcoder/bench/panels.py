@@ -129,3 +129,31 @@ def ema(values: list[float], weight: float = EMA_WEIGHT) -> list[float]:
         last = weight * last + (1 - weight) * v
         out.append(last / (1 - weight**i) if weight < 1 else v)
     return out
+
+
+# The loop's step, in the order it happens: (metric, label, matplotlib colour). Judging overlaps
+# sampling: only its part after sampling ended adds to the step (time/judge - time/judge_hidden).
+STEP_PARTS = (
+    ("time/sync", "sync (weights to the engine)", "C7"),
+    ("time/rollout", "sampling", "C0"),
+    ("judge_exposed", "judging after sampling", "C1"),
+    ("time/update", "update", "C2"),
+)
+HIDDEN = "time/judge_hidden"  # the judging that ran while the engine still sampled
+
+
+def has_step_times(run: RunMetrics) -> bool:
+    return "time/update" in run.series and "time/rollout" in run.series
+
+
+def step_parts(run: RunMetrics) -> tuple[list[int], dict[str, list[float]]]:
+    """The steps, and each part of STEP_PARTS (plus HIDDEN) in seconds at each step (0 when not logged)."""
+    steps = sorted(run.series["time/update"])
+
+    def at(metric: str, step: int) -> float:
+        return run.series.get(metric, {}).get(step, 0.0)
+
+    parts = {m: [at(m, s) for s in steps] for m, _, _ in STEP_PARTS if m != "judge_exposed"}
+    parts["judge_exposed"] = [max(0.0, at("time/judge", s) - at(HIDDEN, s)) for s in steps]
+    parts[HIDDEN] = [at(HIDDEN, s) for s in steps]
+    return steps, parts

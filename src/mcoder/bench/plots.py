@@ -18,7 +18,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from mcoder.bench.metrics import RunMetrics
-from mcoder.bench.panels import GROUPS, SMOOTHING_NOTE, Group, ema, group_metrics, plan
+from mcoder.bench.panels import (
+    GROUPS,
+    HIDDEN,
+    SMOOTHING_NOTE,
+    STEP_PARTS,
+    Group,
+    ema,
+    group_metrics,
+    has_step_times,
+    plan,
+    step_parts,
+)
 
 __all__ = ["GROUPS", "build_figures", "group_metrics", "save_figures", "step_time_figure"]
 
@@ -104,38 +115,21 @@ def save_figures(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
     return written
 
 
-# The loop's step, in the order it happens: (metric, label, colour). Judging overlaps sampling:
-# only its part after sampling ended adds to the step (time/judge - time/judge_hidden).
-STEP_PARTS = (
-    ("time/sync", "sync (weights to the engine)", "C7"),
-    ("time/rollout", "sampling", "C0"),
-    ("judge_exposed", "judging after sampling", "C1"),
-    ("time/update", "update", "C2"),
-)
-
-
 def step_time_figure(runs: list[RunMetrics]) -> Figure | None:
     """Where each step's time goes, a panel per run: stacked bars of sync, sampling, the judging
     left once sampling ended, and the update; the judging that ran while the engine still
     sampled is hatched inside the sampling bar. None when no run logged the loop's stage times."""
-    runs = [r for r in runs if "time/update" in r.series and "time/rollout" in r.series]
+    runs = [r for r in runs if has_step_times(r)]
     if not runs:
         return None
     fig, axes = _grid(len(runs), 1.3, min_width=STEP_TIME_MIN_WIDTH)
     for ax, run in zip(axes, runs, strict=False):
-        steps = sorted(run.series["time/update"])
-
-        def at(metric: str, step: int, run: RunMetrics = run) -> float:
-            return run.series.get(metric, {}).get(step, 0.0)
-
-        parts = {m: [at(m, s) for s in steps] for m, _, _ in STEP_PARTS if m != "judge_exposed"}
-        parts["judge_exposed"] = [max(0.0, at("time/judge", s) - at("time/judge_hidden", s)) for s in steps]
+        steps, parts = step_parts(run)
         bottom = [0.0] * len(steps)
         for metric, label, colour in STEP_PARTS:
             ax.bar(steps, parts[metric], bottom=bottom, color=colour, label=label)
             if metric == "time/rollout":
-                hidden = [at("time/judge_hidden", s) for s in steps]
-                ax.bar(steps, hidden, bottom=bottom, fill=False, hatch="//", edgecolor="C1", linewidth=0,
+                ax.bar(steps, parts[HIDDEN], bottom=bottom, fill=False, hatch="//", edgecolor="C1", linewidth=0,
                        label="judging hidden behind sampling")  # fmt: skip
             bottom = [b + v for b, v in zip(bottom, parts[metric], strict=True)]
         ax.set_title(run.label, fontsize=PANEL_PT)

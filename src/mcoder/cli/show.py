@@ -25,9 +25,10 @@ def register(app: typer.Typer) -> None:
     @guarded
     def show(
         target: Annotated[
-            Path,
+            list[Path],
             typer.Argument(
-                help="A rollouts file, a step folder (RUN/step_NNNN), a run folder, or a LiveCodeBench *_eval_all.json.",
+                help="A rollouts file, a step folder (RUN/step_NNNN), a run folder, or a LiveCodeBench *_eval_all.json; "
+                "several with --html: compared, the first as the reference.",
                 show_default=False,
             ),
         ],
@@ -126,7 +127,7 @@ def register(app: typer.Typer) -> None:
                 f"--status {unknown[0]!r} is not a verdict status", hint="one of " + ", ".join(known)
             )
         cfg = ShowConfig(
-            target=target,
+            targets=list(target),
             verdicts=verdicts,
             problems=problems,
             step=step,
