@@ -95,7 +95,7 @@ def _run_traces(label: str, xs: list[int], ys: list[float], colour: str) -> list
 
 def _layout(title: str, **extra: Any) -> dict[str, Any]:
     return {
-        "title": {"text": title, "font": {"size": 15}},
+        "title": {"text": title, "font": {"size": 15}, "x": 0.01, "xanchor": "left"},  # clear of the toolbar
         "font": FONT,
         "height": 320,
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},

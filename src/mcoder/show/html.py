@@ -19,6 +19,7 @@ reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
@@ -177,7 +178,9 @@ def _part_tables(label: str | None, table: Table, reference: Table | None, refer
         out.append(_html_table(f"pass@{k} (%, problems averaged)", *render.grid(table, k, reference)))
     total = sum(table.failures.values())
     out.append(
-        _html_table(f"failures ({total} non-accepted samples)", *render.failure_grid(table, reference))
+        _html_table(
+            f"failures ({total} non-accepted samples)", *render.failure_grid(table, reference), colour=False
+        )
     )
     return "\n".join(out)
 
@@ -205,26 +208,24 @@ def _comparison(parts: list[Part], tables: list[Table]) -> str:
     )
 
 
-def _html_table(title: str, header: list[str], rows: list[list[str]]) -> str:
+def _html_table(title: str, header: list[str], rows: list[list[str]], colour: bool = True) -> str:
+    """A table; with ``colour`` a signed change is green up and red down (pass rates: up is better)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     lines = [f'<table class="passk"><caption>{escape(title)}</caption><tr>{head}</tr>']
     for r in rows:
         cls = ' class="all"' if r[0] == "all" else ""
-        lines.append(f"<tr{cls}>" + "".join(_td(c) for c in r) + "</tr>")
+        lines.append(f"<tr{cls}>" + "".join(_td(c, colour) for c in r) + "</tr>")
     lines.append("</table>")
     return "\n".join(lines)
 
 
-def _td(text: str) -> str:
-    """A cell; a signed change is coloured (green up, red down)."""
-    cls = (
-        ' class="up"'
-        if text.startswith("+") and text.strip("+0.")
-        else ' class="down"'
-        if text.startswith("-")
-        else ""
-    )
+def _td(text: str, colour: bool) -> str:
+    change = colour and SIGNED.match(text)
+    cls = "" if not change or not text.strip("+-0.") else ' class="up"' if text[0] == "+" else ' class="down"'
     return f"<td{cls}>{escape(text)}</td>"
+
+
+SIGNED = re.compile(r"^[+-]\d+(\.\d+)?$")
 
 
 def _charts(parts: list[Part]) -> str:
