@@ -3,6 +3,7 @@ the HTML report checked as a file and opened in a real headless browser (Chromiu
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 import shutil
@@ -341,6 +342,55 @@ def test_the_comparison_opens_in_a_real_browser(compared, tmp_path):
     dom = _loaded(compared, "#run=run_b&status=accepted")
     assert '<span id="shown-count">2</span>' in dom  # run_b's accepted samples at step 2
     _screenshot(compared, tmp_path / "compared.png")
+
+
+# Loads the report in a frame (same origin with --allow-file-access-from-files) and uses the first
+# chart as a person would: hover at step 2, a click on the first run in the legend, a drag to zoom.
+HARNESS = """<!doctype html><html><body><pre id="out">waiting</pre>
+<iframe id="f" src="REPORT" width="1200" height="900"></iframe>
+<script>
+const pause = ms => new Promise(r => setTimeout(r, ms));
+document.getElementById('f').addEventListener('load', async () => {
+  const w = document.getElementById('f').contentWindow, res = {};
+  try {
+    await pause(300);
+    const gd = w.document.getElementById('chart-reward-0');
+    const span = () => { const r = gd._fullLayout.xaxis.range; return r[1] - r[0]; };
+    res.span = span();
+    w.Plotly.Fx.hover(gd, {xval: 2});
+    res.hover = Array.from(gd.querySelectorAll('.hoverlayer text')).map(t => t.textContent);
+    const item = gd.querySelector('.legend .traces .legendtoggle'), box = item.getBoundingClientRect();
+    for (const type of ['mousedown', 'mouseup', 'click'])
+      item.dispatchEvent(new w.MouseEvent(type, {bubbles: true, button: 0, clientX: box.x + 5, clientY: box.y + 5}));
+    await pause(1000);  // a legend click acts once plotly's double-click window (300 ms) has passed
+    res.visible = gd.data.map(t => t.visible === undefined ? true : t.visible);
+    const drag = gd.querySelector('.nsewdrag'), b = drag.getBoundingClientRect();
+    const at = (type, f, el) => el.dispatchEvent(new w.MouseEvent(type,
+      {bubbles: true, button: 0, buttons: 1, clientX: b.x + b.width * f, clientY: b.y + b.height / 2}));
+    at('mousedown', 0.2, drag);
+    for (let i = 1; i <= 10; i++) at('mousemove', 0.2 + 0.04 * i, w.document);
+    at('mouseup', 0.6, w.document);
+    await pause(300);
+    res.zoomed = span();
+  } catch (e) { res.error = String(e); }
+  document.getElementById('out').textContent = JSON.stringify(res);
+});
+</script></body></html>"""
+
+
+def test_the_charts_answer_hover_a_legend_click_and_a_drag(compared, tmp_path):
+    shutil.copy(compared, tmp_path / "report.html")
+    harness = tmp_path / "harness.html"
+    harness.write_text(HARNESS.replace("REPORT", "report.html"))
+    dom = _headless("--allow-file-access-from-files", "--dump-dom", harness.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert _console(dom) == []
+    res = json.loads(html_lib.unescape(re.search(r'<pre id="out">(.*?)</pre>', dom.stdout).group(1)))
+    assert "error" not in res, res
+    # hover: every run's raw and smoothed value at step 2 (run 0.5, run_b 1.0 raw)
+    assert any("run : raw 0.5" in t for t in res["hover"]) and any("run_b : raw 1" in t for t in res["hover"])
+    assert res["visible"] == ["legendonly", "legendonly", True, True]  # both lines of run, not run_b's
+    assert 0 < res["zoomed"] < res["span"] * 0.6
 
 
 def _screenshot(page: Path, shot: Path) -> None:
