@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
             "show",
             help="Read a rollout batch: a line per group, or each sample in full; --html writes a report page.",
             example="mcoder show runs/a/step_0003 --status wrong_answer --full "
-            "(or: mcoder show runs/a --html report.html)",
+            "(or: mcoder show runs/a runs/b --html report.html)",
         )
     )  # fmt: skip
     @guarded

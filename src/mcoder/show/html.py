@@ -146,9 +146,17 @@ def report(parts: list[Part], ks: tuple[int, ...], bounds: tuple[float, float]) 
 
 def _intro(p: Part) -> str:
     b = p.batch
+    steps = sorted({s.step for s in p.samples if s.step is not None})
+    at = (
+        ""
+        if not steps
+        else f" at step {steps[0]}"
+        if len(steps) == 1
+        else f" at steps {steps[0]}-{steps[-1]}"
+    )
     return (
         f"<p><b>{escape(p.label)}</b>: {KINDS.get(b.kind, b.kind)} <code>{escape(str(b.target))}</code>, "
-        f"{len(p.samples)} samples in {len(groups(p.samples))} groups.</p>"
+        f"{len(p.samples)} samples{at} in {len(groups(p.samples))} groups.</p>"
     )
 
 
