@@ -298,3 +298,22 @@ def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
     assert case.name == "mc-stdin-002" and case.result[0].type == "wrong_answer"
     assert case.result[0].message.startswith("regressed mc-stdin-002: 1/1 -> 0/1 passed")
     assert "--- expected" in case.result[0].text and "--- got" in case.result[0].text
+
+
+def test_the_bundled_ci_data_is_the_examples_own():
+    """examples/ci holds six problems of examples/problems, their reference solutions, and the
+    baseline verdicts of those solutions: every one passed."""
+    source = {}
+    for name in ("stdin.jsonl", "call.jsonl"):
+        for line in (EXAMPLES_CI.parent / "problems" / name).read_text().splitlines():
+            row = json.loads(line)
+            source[row["id"]] = row
+    bundled = [json.loads(x) for x in (EXAMPLES_CI / "problems.jsonl").read_text().splitlines()]
+    assert len(bundled) == 6
+    for row in bundled:
+        assert row["tests"] == source[row["id"]]["tests"], row["id"]
+        solution = (EXAMPLES_CI / "solutions" / f"{row['id']}.py").read_text()
+        assert solution.strip() == source[row["id"]]["reference_solutions"][0].strip()
+    baseline = [json.loads(x) for x in (EXAMPLES_CI / "baseline.jsonl").read_text().splitlines()]
+    assert sorted(v["problem_id"] for v in baseline) == sorted(r["id"] for r in bundled)
+    assert all(v["passed"] for v in baseline)

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
@@ -417,3 +419,15 @@ def test_help_fits_80_columns_with_every_flag_and_an_example():
             if flag.startswith("--"):
                 assert flag in text, flag
     assert "Example: mcoder show" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4)))  # fmt: skip
+def test_chart_data_cannot_close_its_script(value):
+    """Run labels and metric names come from folders and files: inside <script> they stay data."""
+    from mcoder.show.charts import script_json
+
+    text = script_json(value)
+    assert "<" not in text and ">" not in text and "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == value
