@@ -62,6 +62,11 @@ class BenchConfig:
             )
         if self.wants_table:
             self._validate_table()
+        elif self.gates.any:
+            raise UsageError(
+                "--fail-under, --fail-on-regression and --max-drop gate the pass@k table",
+                hint="add --problems P --verdicts V",
+            )
         elif self.baseline or self.markdown or self.json_out or self.lcb_out or self.rollouts or self.junit:
             raise UsageError(
                 "--baseline, --markdown, --json, --junit, --rollouts and --lcb-out belong to the pass@k table",
