@@ -338,12 +338,11 @@ def test_the_report_opens_in_a_real_browser(report, tmp_path):
     _screenshot(report, tmp_path / "report.png")
 
 
-def test_the_comparison_opens_in_a_real_browser(compared, tmp_path):
+def test_the_comparison_opens_in_a_real_browser(compared):
     dom = _loaded(compared)
     assert _drawn_charts(dom) == {"chart-reward-0": 4}  # two runs overlaid, raw and smoothed each
     dom = _loaded(compared, "#run=run_b&status=accepted")
     assert '<span id="shown-count">2</span>' in dom  # run_b's accepted samples at step 2
-    _screenshot(compared, tmp_path / "compared.png")
 
 
 # Loads the report in a frame (same origin with --allow-file-access-from-files) and uses the first
