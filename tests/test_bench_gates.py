@@ -63,7 +63,7 @@ def test_a_regressed_problem_fails_the_job_and_is_named(files):
     assert r.exit_code == EXIT_GATE, r.stderr
     assert "regressed p2: 1/2 -> 0/2 passed, now runtime_error" in r.stderr
     assert "1 problem regressed against the baseline (--fail-on-regression): p2" in r.stderr
-    assert "improved p1: 1/4 -> 2/4 passed" in r.stderr and "regressed p1" not in r.stderr
+    assert "improved p1: 1/4 -> 2/4 passed\n" in r.stderr and "regressed p1" not in r.stderr
     # the baseline alone only reports: no gate, exit 0
     assert bench("-p", problems, "--verdicts", verdicts, "--baseline", base).exit_code == 0
     # the same verdicts as their own baseline: nothing regressed

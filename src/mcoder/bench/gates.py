@@ -51,7 +51,7 @@ class Change:
     now: tuple[int, int]
     """(passed, samples) now; (0, 0) when it has no verdict now."""
     status: str | None = None
-    """The status of its first failing sample now, where there is one."""
+    """A regression's first failing sample now: its status."""
 
     def text(self) -> str:
         (c0, n0), (c1, n1) = self.before, self.now
@@ -71,14 +71,10 @@ def changes(
         if b.n == 0:
             continue  # the baseline never evaluated it: nothing to regress from
         status = t.failed["status"] if t is not None and t.failed else None
-        change = Change(pid, (b.c, b.n), (c1, n1), status)
-        if n1 == 0:
-            if b.c > 0:
-                worse.append(change)
-        elif c1 * b.n < b.c * n1:
-            worse.append(change)
-        elif c1 * b.n > b.c * n1:
-            better.append(change)
+        if (n1 == 0 and b.c > 0) or (n1 and c1 * b.n < b.c * n1):
+            worse.append(Change(pid, (b.c, b.n), (c1, n1), status))
+        elif n1 and c1 * b.n > b.c * n1:
+            better.append(Change(pid, (b.c, b.n), (c1, n1)))
     return worse, better
 
 
