@@ -373,8 +373,8 @@ def test_ci_judge_tells_regression_bad_input_and_internal_error_apart(files, tmp
     assert ci_judge(*args, cwd=tmp_path).returncode == 0
     (sol / "neg.py").write_text("print(int(input()))\n")
     worse = ci_judge(*args, cwd=tmp_path)
-    assert worse.returncode == 1 and "REGRESSION neg" in worse.stdout
+    assert worse.returncode == 5 and "regressed neg: 1/1 -> 0/1 passed, now wrong_answer" in worse.stderr
     broken = ci_judge(*args, cwd=tmp_path, mcoder_cmd="false")  # a judge that fails without a verdict
-    assert broken.returncode == 5 and "internal error" in broken.stderr
+    assert broken.returncode == 1 and "internal error" in broken.stderr
     base.write_text("not json\n")
     assert ci_judge(*args, cwd=tmp_path).returncode == 3

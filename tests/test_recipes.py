@@ -185,7 +185,7 @@ def test_train_loop_smoke(script, algo, tmp_path):
 def test_ci_judge_smoke_detects_a_regression(tmp_path):
     done = run_recipe("ci_judge.sh", "--smoke", "--out", "cj", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "REGRESSION mc-stdin-001" in done.stdout
+    assert "regressed mc-stdin-001: 1/1 -> 0/1 passed, now wrong_answer" in done.stderr
     assert "smoke ok" in done.stdout
     base = read_jsonl(tmp_path / "cj" / "baseline" / "verdicts.jsonl", Verdict)
     assert len(base) == 6 and all(v.passed for v in base)
@@ -193,11 +193,12 @@ def test_ci_judge_smoke_detects_a_regression(tmp_path):
 
 @pytest.mark.slow
 def test_ci_judge_exit_codes(tmp_path):
-    """The job on its own inputs: no regression exits 0; a worse solution exits 1 and is named."""
+    """The job on its own inputs: no regression exits 0; a worse solution exits 5 and is named."""
     assert run_recipe("ci_judge.sh", "--smoke", "--out", "cj", cwd=tmp_path).returncode == 0
     cj = tmp_path / "cj"
     sol, base = cj / "solutions", cj / "baseline" / "verdicts.jsonl"
-    args = ["--problems", str(cj / "problems.jsonl"), "--solutions", str(sol), "--baseline", str(base)]
+    problems = ROOT / "examples" / "ci" / "problems.jsonl"
+    args = ["--problems", str(problems), "--solutions", str(sol), "--baseline", str(base)]
     (sol / "mc-stdin-001.py").write_text(
         "a, b = map(int, input().split())\nprint(a + b)\n"
     )  # the smoke run broke this one: mend it
@@ -205,8 +206,9 @@ def test_ci_judge_exit_codes(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     (sol / "mc-stdin-002.py").write_text("print(input())\n")
     bad = run_recipe("ci_judge.sh", *args, "--out", "now", cwd=tmp_path)
-    assert bad.returncode == 1
-    assert "REGRESSION mc-stdin-002: wrong_answer" in bad.stdout
+    assert bad.returncode == 5
+    assert "regressed mc-stdin-002: 1/1 -> 0/1 passed, now wrong_answer" in bad.stderr
+    assert 'message="regressed mc-stdin-002' in (tmp_path / "now" / "junit.xml").read_text()
 
 
 def load_learning_proof():

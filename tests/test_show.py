@@ -3,12 +3,17 @@ the HTML report checked as a file and opened in a real headless browser (Chromiu
 
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
@@ -191,14 +196,77 @@ def report(run) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def run_b(run) -> Path:
+    """A second run: the first's files, its metrics moved, and one more sample accepted at step 2."""
+    other = run.parent / "run_b"
+    shutil.copytree(run, other)
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["reward/mean"] = row["pass_rate"] = 0.5 * row["step"]
+    _write(other / "metrics.jsonl", rows)
+    verdicts = [json.loads(x) for x in (other / "step_0002" / "verdicts.jsonl").read_text().splitlines()]
+    for v in verdicts:
+        if v["rollout_id"] == "add/0/1@2":
+            v.update(passed=True, status="accepted", reward=1.0, tests_passed=2, first_failure=None)
+    _write(other / "step_0002" / "verdicts.jsonl", verdicts)
+    return other
+
+
+@pytest.fixture(scope="module")
+def compared(run, run_b) -> Path:
+    out = run.parent / "compared.html"
+    _ok(mc("show", run, run_b, "--html", out))
+    return out
+
+
+def _outside_scripts(page: str) -> str:
+    """The page without the text of its inline scripts (plotly.js holds URLs as strings)."""
+    return re.sub(r"<script>.*?</script>", "<script></script>", page, flags=re.DOTALL)
+
+
 def test_the_report_is_one_self_contained_file(report):
     page = report.read_text()
     assert '<table class="passk">' in page and "pass@2 (%, problems averaged)" in page
     assert page.count('<details class="sample"') == 8  # 4 samples x 2 steps
-    assert "data:image/png;base64," in page  # the training plots, embedded
-    assert 'src="http' not in page and 'href="http' not in page  # nothing fetched
+    html = _outside_scripts(page)
+    assert "<script src" not in html and "<link" not in html and 'src="http' not in html  # nothing fetched
+    assert "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js inlined
+    # reward/mean and pass_rate are one series: one chart; length/mean never moved: a line of text
+    charts = json.loads(re.search(r"const CHARTS = (.*?); const CHART_CONFIG", page).group(1))
+    assert [c["layout"]["title"]["text"] for c in charts] == ["reward/mean = pass_rate"]
+    assert [t["legendgroup"] for t in charts[0]["data"]] == ["run", "run"]  # raw + smoothed, one toggle
+    assert "constant: length/mean 17.5" in html
     assert "ValueError: boom 4" in page and "masked_cut_off" in page
     assert 'class="diff"' in page and "print" in page
+
+
+def test_two_runs_compared_in_one_report(compared):
+    page = compared.read_text()
+    html = _outside_scripts(page)
+    assert "<h1>mcoder report: run vs run_b</h1>" in html
+    # pass@1 of the last step: run 1 of 4 samples (25.0), run_b 2 of 4 (add 2/2, double 0/2: 50.0)
+    assert "<td>run</td><td>2</td><td>4</td><td>25.0 (2)</td><td></td>" in html
+    assert '<td>run_b</td><td>2</td><td>4</td><td>50.0 (2)</td><td class="up">+25.0</td>' in html
+    assert "run_b (Δ: change against run, points)" in html
+    charts = json.loads(re.search(r"const CHARTS = (.*?); const CHART_CONFIG", page).group(1))
+    assert [t["name"] for t in charts[0]["data"]] == ["run", "run", "run_b", "run_b"]  # overlaid
+    assert html.count('data-run="run_b"') == 4 and '<option value="run_b">run_b</option>' in html
+
+
+def test_several_targets_need_the_html_report(run, run_b):
+    r = mc("show", run, run_b)
+    assert r.exit_code == 2 and "--html" in r.stderr
+    r = mc(
+        "show",
+        run,
+        run_b,
+        "--html",
+        run.parent / "x.html",
+        "--verdicts",
+        run / "step_0001" / "verdicts.jsonl",
+    )
+    assert r.exit_code == 2 and "--verdicts" in r.stderr
 
 
 def test_a_bench_report_from_a_rollouts_file(run, tmp_path):
@@ -206,7 +274,15 @@ def test_a_bench_report_from_a_rollouts_file(run, tmp_path):
     _ok(mc("show", run / "step_0001" / "rollouts.jsonl", "-p", run.parent / "problems.jsonl", "--html", out))
     page = out.read_text()
     assert "<td>atcoder</td>" in page and "<td>50.0 (1)</td>" in page  # pass@1 of add: 1 of 2
-    assert "data:image/png" not in page  # no run, no plots
+    assert "Plotly" not in page  # no run, no charts: the page stays small
+    assert len(page) < 100_000
+
+
+def test_without_plotly_a_run_report_says_what_to_install(run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)  # a fake fault: the package not installed
+    r = mc("show", run, "--html", tmp_path / "x.html")
+    assert r.exit_code == 4 and "mcoder[report]" in r.stderr
+    assert not (tmp_path / "x.html").exists()
 
 
 def _chromium() -> str:
@@ -218,26 +294,108 @@ def _chromium() -> str:
 
 
 def _headless(*args: str) -> subprocess.CompletedProcess:
-    # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start;
+    # --enable-logging=stderr: every console message of the page is printed there ("CONSOLE")
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000", *args]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+
+
+def _console(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _loaded(page: Path, fragment: str = "") -> str:
+    """The DOM after the page's scripts ran; fails on any console message or script error."""
+    dom = _headless("--dump-dom", page.as_uri() + fragment)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert _console(dom) == []
+    html_tag = re.search(r"<html[^>]*>", dom.stdout).group(0)
+    assert "data-errors" not in html_tag, html_tag
+    return dom.stdout
+
+
+def _drawn_charts(dom: str) -> dict[str, int]:
+    """Chart id -> traces drawn (the page's data-drawn), for every chart div of the page."""
+    out = {}
+    for tag in re.findall(r'<div[^>]*class="chart[^"]*"[^>]*>', dom):
+        chart_id = re.search(r'id="([^"]+)"', tag).group(1)
+        drawn = re.search(r'data-drawn="(\d+)"', tag)
+        out[chart_id] = int(drawn.group(1)) if drawn else 0
+    return out
 
 
 def test_the_report_opens_in_a_real_browser(report, tmp_path):
-    dom = _headless("--dump-dom", report.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert (
-        '<table class="passk">' in dom.stdout
-        and "<caption>pass@1 (%, problems averaged)</caption>" in dom.stdout
-    )
-    assert dom.stdout.count('<details class="sample"') == 8 and "add/0/1@2" in dom.stdout
+    dom = _loaded(report)
+    assert '<table class="passk">' in dom and "<caption>pass@1 (%, problems averaged)</caption>" in dom
+    assert dom.count('<details class="sample"') == 8 and "add/0/1@2" in dom
+    assert _drawn_charts(dom) == {"chart-reward-0": 2}  # raw and smoothed line, drawn as SVG
+    assert "js-plotly-plot" in dom and "main-svg" in dom
     # the page's own script runs: a filter in the link hides the other samples
-    dom = _headless("--dump-dom", report.as_uri() + "#status=runtime_error")
+    dom = _loaded(report, "#status=runtime_error")
+    assert dom.count('style="display: none;"') == 6
+    assert '<span id="shown-count">2</span>' in dom
+    _screenshot(report, tmp_path / "report.png")
+
+
+def test_the_comparison_opens_in_a_real_browser(compared):
+    dom = _loaded(compared)
+    assert _drawn_charts(dom) == {"chart-reward-0": 4}  # two runs overlaid, raw and smoothed each
+    dom = _loaded(compared, "#run=run_b&status=accepted")
+    assert '<span id="shown-count">2</span>' in dom  # run_b's accepted samples at step 2
+
+
+# Loads the report in a frame (same origin with --allow-file-access-from-files) and uses the first
+# chart as a person would: hover at step 2, a click on the first run in the legend, a drag to zoom.
+HARNESS = """<!doctype html><html><body><pre id="out">waiting</pre>
+<iframe id="f" src="REPORT" width="1200" height="900"></iframe>
+<script>
+const pause = ms => new Promise(r => setTimeout(r, ms));
+document.getElementById('f').addEventListener('load', async () => {
+  const w = document.getElementById('f').contentWindow, res = {};
+  try {
+    await pause(300);
+    const gd = w.document.getElementById('chart-reward-0');
+    const span = () => { const r = gd._fullLayout.xaxis.range; return r[1] - r[0]; };
+    res.span = span();
+    w.Plotly.Fx.hover(gd, {xval: 2});
+    res.hover = Array.from(gd.querySelectorAll('.hoverlayer text')).map(t => t.textContent);
+    const item = gd.querySelector('.legend .traces .legendtoggle'), box = item.getBoundingClientRect();
+    for (const type of ['mousedown', 'mouseup', 'click'])
+      item.dispatchEvent(new w.MouseEvent(type, {bubbles: true, button: 0, clientX: box.x + 5, clientY: box.y + 5}));
+    await pause(1000);  // a legend click acts once plotly's double-click window (300 ms) has passed
+    res.visible = gd.data.map(t => t.visible === undefined ? true : t.visible);
+    const drag = gd.querySelector('.nsewdrag'), b = drag.getBoundingClientRect();
+    const at = (type, f, el) => el.dispatchEvent(new w.MouseEvent(type,
+      {bubbles: true, button: 0, buttons: 1, clientX: b.x + b.width * f, clientY: b.y + b.height / 2}));
+    at('mousedown', 0.2, drag);
+    for (let i = 1; i <= 10; i++) at('mousemove', 0.2 + 0.04 * i, w.document);
+    at('mouseup', 0.6, w.document);
+    await pause(300);
+    res.zoomed = span();
+  } catch (e) { res.error = String(e); }
+  document.getElementById('out').textContent = JSON.stringify(res);
+});
+</script></body></html>"""
+
+
+def test_the_charts_answer_hover_a_legend_click_and_a_drag(compared, tmp_path):
+    shutil.copy(compared, tmp_path / "report.html")
+    harness = tmp_path / "harness.html"
+    harness.write_text(HARNESS.replace("REPORT", "report.html"))
+    dom = _headless("--allow-file-access-from-files", "--dump-dom", harness.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('style="display: none;"') == 6
-    assert '<span id="shown-count">2</span>' in dom.stdout
-    shot = tmp_path / "report.png"
-    r = _headless(f"--screenshot={shot}", "--window-size=1200,1600", report.as_uri())
+    assert _console(dom) == []
+    res = json.loads(html_lib.unescape(re.search(r'<pre id="out">(.*?)</pre>', dom.stdout).group(1)))
+    assert "error" not in res, res
+    # hover: every run's raw and smoothed value at step 2 (run 0.5, run_b 1.0 raw)
+    assert any("run : raw 0.5" in t for t in res["hover"]) and any("run_b : raw 1" in t for t in res["hover"])
+    assert res["visible"] == ["legendonly", "legendonly", True, True]  # both lines of run, not run_b's
+    assert 0 < res["zoomed"] < res["span"] * 0.6
+
+
+def _screenshot(page: Path, shot: Path) -> None:
+    r = _headless(f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri())
     assert r.returncode == 0, r.stderr[-2000:]
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
@@ -260,3 +418,15 @@ def test_help_fits_80_columns_with_every_flag_and_an_example():
             if flag.startswith("--"):
                 assert flag in text, flag
     assert "Example: mcoder show" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4)))  # fmt: skip
+def test_chart_data_cannot_close_its_script(value):
+    """Run labels and metric names come from folders and files: inside <script> they stay data."""
+    from mcoder.show.charts import script_json
+
+    text = script_json(value)
+    assert "<" not in text and ">" not in text and "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == value

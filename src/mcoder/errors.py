@@ -12,6 +12,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_DATA = 3
 EXIT_ENVIRONMENT = 4
+EXIT_GATE = 5  # the job ran and the results failed a gate (bench --fail-under / --fail-on-regression)
 EXIT_INTERRUPTED = 130
 
 
@@ -65,3 +66,9 @@ class EnvironmentMissing(McoderError):
     """Something the machine must provide is not there (a GPU, a sandbox, a package)."""
 
     exit_code = EXIT_ENVIRONMENT
+
+
+class GateFailed(McoderError):
+    """The job ran cleanly and its results are worse than a gate allows: a worse model, not a broken job."""
+
+    exit_code = EXIT_GATE

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcoder.bench.gates import Gates
 from mcoder.errors import UsageError
 
 DEFAULT_KS = (1,)
@@ -33,6 +34,10 @@ class BenchConfig:
     """Write every number as JSON here ('-' for stdout)."""
     lcb_out: Path | None = None
     """Write LiveCodeBench's per-problem results file (*_eval_all.json) here; needs rollouts."""
+    junit: Path | None = None
+    """Write JUnit XML here ('-' for stdout): a test case per problem, for CI systems to show."""
+    gates: Gates = field(default_factory=Gates)
+    """CI gates: exit 5 when pass@1 is under a floor or the results regressed against the baseline."""
     rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS
     """Numeric difficulty (a rating) below the first bound is easy, below the second medium, else hard."""
     run_dirs: list[Path] = field(default_factory=list)
@@ -57,9 +62,14 @@ class BenchConfig:
             )
         if self.wants_table:
             self._validate_table()
-        elif self.baseline or self.markdown or self.json_out or self.lcb_out or self.rollouts:
+        elif self.gates.any:
             raise UsageError(
-                "--baseline, --markdown, --json, --rollouts and --lcb-out belong to the pass@k table",
+                "--fail-under, --fail-on-regression and --max-drop gate the pass@k table",
+                hint="add --problems P --verdicts V",
+            )
+        elif self.baseline or self.markdown or self.json_out or self.lcb_out or self.rollouts or self.junit:
+            raise UsageError(
+                "--baseline, --markdown, --json, --junit, --rollouts and --lcb-out belong to the pass@k table",
                 hint="add --problems P --verdicts V",
             )
         self._validate_plots()
@@ -75,10 +85,13 @@ class BenchConfig:
         if len(stdin_inputs) > 1:
             raise UsageError("only one input can be read from stdin ('-')", hint="save the others to files")
         stdout_outputs = [
-            p for p in (self.markdown, self.json_out, self.lcb_out) if p is not None and str(p) == "-"
+            p
+            for p in (self.markdown, self.json_out, self.lcb_out, self.junit)
+            if p is not None and str(p) == "-"
         ]
         if len(stdout_outputs) > 1:
-            raise UsageError("only one of --markdown, --json and --lcb-out can go to stdout ('-')")
+            raise UsageError("only one of --markdown, --json, --junit and --lcb-out can go to stdout ('-')")
+        self._validate_gates()
         if self.rollouts is not None and self.lcb_out is None:
             raise UsageError(
                 "--rollouts is only read for --lcb-out", hint="add --lcb-out FILE, or drop --rollouts"
@@ -101,6 +114,21 @@ class BenchConfig:
             raise UsageError(
                 f"bad rating bounds {lo},{hi}", hint="give two increasing ratings, e.g. 1400,2000"
             )
+
+    def _validate_gates(self) -> None:
+        g = self.gates
+        if g.need_baseline and self.baseline is None:
+            raise UsageError(
+                "--fail-on-regression and --max-drop compare against a baseline",
+                hint="add --baseline VERDICTS.jsonl (the verdicts of the accepted run)",
+            )
+        if g.max_drop is not None and not 0 <= g.max_drop <= 100:
+            raise UsageError(
+                f"--max-drop {g.max_drop:g} is not between 0 and 100 percentage points",
+                hint="e.g. --max-drop 2",
+            )
+        if g.fail_under is not None and not 0 <= g.fail_under <= 1:
+            raise UsageError(f"--fail-under {g.fail_under:g} is not between 0 and 1")
 
     def _validate_plots(self) -> None:
         if self.run_dirs and not self.plots:

@@ -243,9 +243,7 @@ def tally(path: str | os.PathLike, tallies: dict[str, ProblemTally]) -> list[str
         if t is None:
             outside.append(v.problem_id)
             continue
-        t.n += 1
-        t.c += bool(v.passed)
-        t.statuses[v.status] += 1
+        t.add(v)
     if not outside:
         return []
     count = len(set(outside))

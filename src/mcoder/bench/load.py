@@ -69,7 +69,5 @@ def tally_verdicts(path: str | os.PathLike, tallies: dict[str, ProblemTally], pr
                 hint="a sample counted twice would skew pass@k; remove the duplicate line",
             )
         seen.add(verdict.rollout_id)
-        tally.n += 1
-        tally.c += bool(verdict.passed)
-        tally.statuses[verdict.status] += 1
+        tally.add(verdict)
     return len(seen)

@@ -23,7 +23,7 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
-def _signed(value: float | None) -> str:
+def signed(value: float | None) -> str:
     # round first and add 0.0 so that a tie prints +0.0, never -0.0
     return "n/a" if value is None else f"{round(100 * value, 1) + 0.0:+.1f}"
 
@@ -49,10 +49,10 @@ def grid(table: Table, k: int, baseline: Table | None) -> tuple[list[str], list[
     for row in table.rows:
         line = [row, *(cell_text(table.cells[(row, col)], k) for col in table.columns)]
         if deltas is not None:
-            line.append(_signed(deltas[(row, ALL)][k]))
+            line.append(signed(deltas[(row, ALL)][k]))
         rows.append(line)
     if deltas is not None:
-        rows.append([DELTA, *(_signed(deltas[(ALL, col)][k]) for col in table.columns), ""])
+        rows.append([DELTA, *(signed(deltas[(ALL, col)][k]) for col in table.columns), ""])
     return header, rows
 
 
@@ -66,7 +66,7 @@ def failure_grid(table: Table, baseline: Table | None) -> tuple[list[str], list[
     for s in FAILURE_STATUSES:
         line = [s, str(table.failures[s]), _pct(shares[s])]
         if baseline is not None:
-            line += [_pct(base_shares[s]), _signed(shares[s] - base_shares[s])]
+            line += [_pct(base_shares[s]), signed(shares[s] - base_shares[s])]
         rows.append(line)
     return header, rows
 
@@ -166,5 +166,5 @@ def summary(table: Table, baseline: Table | None) -> str:
     if baseline is not None:
         base = baseline.cell().pass_at[1]
         d = delta(table, baseline)[(ALL, ALL)][1]
-        line += f"; baseline {'n/a' if base is None else _pct(base) + '%'} ({_signed(d)} points)"
+        line += f"; baseline {'n/a' if base is None else _pct(base) + '%'} ({signed(d)} points)"
     return line

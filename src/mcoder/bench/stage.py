@@ -12,13 +12,16 @@ from pathlib import Path
 import orjson
 
 from mcoder import console
-from mcoder.bench import lcb_results, render
+from mcoder.bench import gates, lcb_results, render
 from mcoder.bench.config import DEFAULT_RATING_BOUNDS, BenchConfig
+from mcoder.bench.gates import Change
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
+from mcoder.errors import GateFailed
 from mcoder.jsonl import display_name
 
 SHOWN_IDS = 10
+SHOWN_CHANGES = 20  # problems named as regressed or improved against the baseline
 
 
 @dataclass(slots=True)
@@ -28,6 +31,11 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     summary: str | None = None
     written: list[Path] = field(default_factory=list)
+    tallies: dict[str, ProblemTally] = field(default_factory=dict)
+    base_tallies: dict[str, ProblemTally] | None = None
+    regressions: list[Change] = field(default_factory=list)
+    """Problems whose pass@1 is lower than the baseline's (see bench/gates.py)."""
+    improvements: list[Change] = field(default_factory=list)
 
 
 def run(cfg: BenchConfig) -> BenchResult:
@@ -38,9 +46,47 @@ def run(cfg: BenchConfig) -> BenchResult:
         publish(cfg, result)
         if cfg.lcb_out is not None:
             write_lcb(cfg, result)
+        if cfg.junit is not None:
+            write_junit(cfg, result)
     if cfg.plots:
         result.written += plot_runs(cfg.run_dirs, cfg.plots_dir)
+    if cfg.wants_table:
+        enforce_gates(cfg, result)  # last: every output is written before a gate fails the job
     return result
+
+
+def enforce_gates(cfg: BenchConfig, result: BenchResult) -> None:
+    """Name each problem that got worse or better; GateFailed (exit 5) when a gate fails."""
+    assert result.table is not None
+    for word, changes, say in (("regressed", result.regressions, console.warn),
+                               ("improved", result.improvements, console.info)):  # fmt: skip
+        for r in changes[:SHOWN_CHANGES]:
+            say(f"{word} {r.text()}")
+        if len(changes) > SHOWN_CHANGES:
+            say(f"{word}: {len(changes) - SHOWN_CHANGES} more problems (--junit FILE lists every one)")
+    failed = gates.check(cfg.gates, result.table, result.baseline, result.regressions)
+    if failed:
+        raise GateFailed(
+            "gate failed: " + "; ".join(failed),
+            hint="the job ran and the results are worse than the gate allows (exit 5); "
+            "a broken job exits 1-4",
+        )
+    if cfg.gates.any:
+        console.info("every gate passed")
+
+
+def write_junit(cfg: BenchConfig, result: BenchResult) -> None:
+    """JUnit XML of the bench (bench/junit.py): a test case per problem."""
+    from mcoder.bench import junit
+
+    assert cfg.junit is not None and cfg.verdicts is not None
+    text = junit.document(
+        list(result.tallies.values()),
+        result.regressions,
+        source=display_name(cfg.verdicts),
+        gate_regressions=cfg.gates.fail_on_regression,
+    )
+    _write(cfg.junit, text, result)
 
 
 def score(
@@ -65,6 +111,9 @@ def score(
         lcb_notes += _tally(baseline_path, base_tallies, problems_path)
         result.baseline = build_table(base_tallies.values(), ks)
     result.notes = table_notes(result.table, tallies, base_tallies) + lcb_notes
+    result.tallies, result.base_tallies = tallies, base_tallies
+    if base_tallies is not None:
+        result.regressions, result.improvements = gates.changes(tallies, base_tallies)
     result.summary = render.summary(result.table, result.baseline)
     return result
 
@@ -75,7 +124,7 @@ def publish(cfg: BenchConfig, result: BenchResult) -> None:
         console.show(t)
     for note in result.notes:
         console.warn(note)  # printed as written: ids and paths come from data
-    documents = [p for p in (cfg.markdown, cfg.json_out, cfg.lcb_out) if p is not None]
+    documents = [p for p in (cfg.markdown, cfg.json_out, cfg.lcb_out, cfg.junit) if p is not None]
     if any(str(p) == "-" for p in documents):
         console.info(result.summary)  # stdout carries the document; keep it parseable
     else:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mcoder.bench.passk import mean_pass_at_k
-from mcoder.records import STATUSES
+from mcoder.records import STATUSES, Verdict
 
 DIFFICULTIES = ("easy", "medium", "hard")
 UNKNOWN = "unknown"
@@ -73,6 +73,23 @@ class ProblemTally:
     c: int = 0
     """Samples that passed."""
     statuses: Counter = field(default_factory=Counter)
+    failed: dict | None = None
+    """Its first non-accepted sample: rollout_id, status, first_failure (for JUnit reports)."""
+    elapsed: float = 0.0
+    """Seconds its samples ran, summed over the verdicts."""
+
+    def add(self, verdict: Verdict) -> None:
+        """Count one verdict of this problem."""
+        self.n += 1
+        self.c += bool(verdict.passed)
+        self.statuses[verdict.status] += 1
+        self.elapsed += verdict.elapsed_s
+        if not verdict.passed and self.failed is None:
+            self.failed = {
+                "rollout_id": verdict.rollout_id,
+                "status": verdict.status,
+                "first_failure": verdict.first_failure,
+            }
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from mcoder.cli.common import (
 
 TABLES = "pass@k tables"
 PLOTS = "Training figures"
+GATES = "CI gates (exit 5 when one fails)"
 
 
 def register(app: typer.Typer) -> None:
@@ -74,6 +75,41 @@ def register(app: typer.Typer) -> None:
                 help="Write LiveCodeBench's results file (Scenario.codegeneration_N_T_eval_all.json); needs --rollouts.",
             ),
         ] = None,
+        junit: Annotated[
+            Path | None,
+            typer.Option(
+                "--junit",
+                rich_help_panel=IO_PANEL,
+                help="Write JUnit XML here: a test case per problem, failures with the verdict's status and first failure.",
+            ),
+        ] = None,
+        fail_under: Annotated[
+            str | None,
+            typer.Option(
+                "--fail-under",
+                metavar="RATE",
+                rich_help_panel=GATES,
+                help="Exit 5 when pass@1 over all problems is below RATE (0.6 or 60%).",
+            ),
+        ] = None,
+        fail_on_regression: Annotated[
+            bool,
+            typer.Option(
+                "--fail-on-regression",
+                metavar=FLAG,
+                rich_help_panel=GATES,
+                help="Exit 5 when any problem's pass@1 is lower than in --baseline.",
+            ),
+        ] = False,
+        max_drop: Annotated[
+            float | None,
+            typer.Option(
+                "--max-drop",
+                metavar="POINTS",
+                rich_help_panel=GATES,
+                help="Exit 5 when pass@1 over all fell more than POINTS percentage points below --baseline's.",
+            ),
+        ] = None,
         rating_bounds: Annotated[
             str,
             typer.Option(
@@ -112,6 +148,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """pass@k by platform x difficulty with failure shares; --run-dir RUN --plots: training figures."""
         from mcoder.bench.config import BenchConfig, parse_ks, parse_rating_bounds
+        from mcoder.bench.gates import Gates, parse_rate
         from mcoder.bench.stage import run
 
         apply_quiet(quiet)
@@ -124,6 +161,12 @@ def register(app: typer.Typer) -> None:
             markdown=markdown,
             json_out=json_out,
             lcb_out=lcb_out,
+            junit=junit,
+            gates=Gates(
+                fail_under=parse_rate(fail_under) if fail_under is not None else None,
+                fail_on_regression=fail_on_regression,
+                max_drop=max_drop,
+            ),
             rating_bounds=parse_rating_bounds(rating_bounds),
             run_dirs=list(run_dir or []),
             plots=plots,

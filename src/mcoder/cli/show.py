@@ -19,15 +19,16 @@ def register(app: typer.Typer) -> None:
             "show",
             help="Read a rollout batch: a line per group, or each sample in full; --html writes a report page.",
             example="mcoder show runs/a/step_0003 --status wrong_answer --full "
-            "(or: mcoder show runs/a --html report.html)",
+            "(or: mcoder show runs/a runs/b --html report.html)",
         )
     )  # fmt: skip
     @guarded
     def show(
         target: Annotated[
-            Path,
+            list[Path],
             typer.Argument(
-                help="A rollouts file, a step folder (RUN/step_NNNN), a run folder, or a LiveCodeBench *_eval_all.json.",
+                help="A rollouts file, a step folder (RUN/step_NNNN), a run folder, or a LiveCodeBench *_eval_all.json; "
+                "several with --html: compared, the first as the reference.",
                 show_default=False,
             ),
         ],
@@ -126,7 +127,7 @@ def register(app: typer.Typer) -> None:
                 f"--status {unknown[0]!r} is not a verdict status", hint="one of " + ", ".join(known)
             )
         cfg = ShowConfig(
-            target=target,
+            targets=list(target),
             verdicts=verdicts,
             problems=problems,
             step=step,

@@ -14,8 +14,9 @@ DEFAULT_FULL_LIMIT = 20
 
 @dataclass(slots=True)
 class ShowConfig:
-    target: Path
-    """A rollouts file, a step folder, a run folder, or a LiveCodeBench results file."""
+    targets: list[Path]
+    """Rollouts files, step folders, run folders or LiveCodeBench results files; several only with
+    html (the report compares them, the first being the reference)."""
     verdicts: Path | None = None
     """Verdicts of the rollouts (default: verdicts.jsonl beside them)."""
     problems: Path | None = None
@@ -34,22 +35,19 @@ class ShowConfig:
 
 
 def run(cfg: ShowConfig) -> list[collect.Shown]:
-    batch = collect.load(cfg.target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
-    for note in batch.notes:
-        console.warn(note)
-    chosen = [s for s in batch.samples if cfg.filters.keep(s)]
-    if cfg.filters.rollout_id is not None and not chosen:
+    if len(cfg.targets) > 1 and cfg.html is None:
         raise UsageError(
-            f"no rollout {cfg.filters.rollout_id!r} in {cfg.target}"
-            + ("" if cfg.step == "all" else f" (step {cfg.step})"),
-            hint="check the id, or look in every step with --step all",
+            f"{len(cfg.targets)} targets: several are compared in the HTML report only",
+            hint="add --html report.html, or show one target at a time",
+        )
+    if len(cfg.targets) > 1 and cfg.verdicts is not None:
+        raise UsageError(
+            "--verdicts names the verdicts of one target; with several, each is read from beside its rollouts",
+            hint="put each target's verdicts.jsonl beside its rollouts.jsonl (a step folder), or drop --verdicts",
         )
     if cfg.html is not None:
-        from mcoder.show import html
-
-        html.write(cfg.html, html.report(batch, chosen, cfg.ks, cfg.rating_bounds))
-        console.emit(str(cfg.html))
-        return chosen
+        return _report(cfg)
+    batch, chosen = _select(cfg, cfg.targets[0])
     if not chosen:
         console.info(f"no sample of {len(batch.samples)} matches the filters")
         return chosen
@@ -65,3 +63,33 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
     else:
         terminal.print_summary(batch, chosen, con)
     return chosen
+
+
+def _select(cfg: ShowConfig, target: Path) -> tuple[collect.Batch, list[collect.Shown]]:
+    """Read one target and keep the samples the filters want."""
+    batch = collect.load(target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
+    for note in batch.notes:
+        console.warn(note if len(cfg.targets) == 1 else f"{target}: {note}")
+    chosen = [s for s in batch.samples if cfg.filters.keep(s)]
+    if cfg.filters.rollout_id is not None and not chosen and len(cfg.targets) == 1:
+        raise UsageError(
+            f"no rollout {cfg.filters.rollout_id!r} in {target}"
+            + ("" if cfg.step == "all" else f" (step {cfg.step})"),
+            hint="check the id, or look in every step with --step all",
+        )
+    return batch, chosen
+
+
+def _report(cfg: ShowConfig) -> list[collect.Shown]:
+    """The HTML report of every target (the first is the reference of the comparison)."""
+    from mcoder.bench.metrics import run_labels
+    from mcoder.show import html
+
+    assert cfg.html is not None
+    parts = []
+    for target, label in zip(cfg.targets, run_labels(cfg.targets), strict=True):
+        batch, chosen = _select(cfg, target)
+        parts.append(html.Part(label, batch, chosen))
+    html.write(cfg.html, html.report(parts, cfg.ks, cfg.rating_bounds))
+    console.emit(str(cfg.html))
+    return [s for p in parts for s in p.samples]

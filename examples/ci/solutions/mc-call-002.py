@@ -1,0 +1,2 @@
+def is_palindrome(s: str) -> bool:
+    return s == s[::-1]
