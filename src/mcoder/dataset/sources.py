@@ -14,13 +14,14 @@ import gzip
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from mcoder.dataset import hub
+from mcoder.dataset.budget import DEFAULT, Limits, OverBudget
 from mcoder.errors import DataError, UsageError
 from mcoder.outputs import SIDECAR_SUFFIX
 
@@ -40,6 +41,7 @@ class RowRef:
     index: int  # 0-based position in the file (or in the split)
     line: int | None = None  # 1-based line, for JSONL
     split: str | None = None  # the split of a saved DatasetDict
+    limits: Limits = DEFAULT  # the budgets the row's decoders count against
 
     def where(self) -> str:
         if self.line is not None:
@@ -65,6 +67,8 @@ class Source:
     path: str  # as the user named it (or joined under a named folder)
     kind: str  # jsonl | json | parquet | saved | hub
     splits: tuple = field(default=(), compare=False, repr=False)  # hub: the loaded (split, Dataset) pairs
+    label: str | None = field(default=None, compare=False)  # the id prefix of its id-less rows (``labelled``)
+    limits: Limits = field(default=DEFAULT, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -72,15 +76,13 @@ class Source:
 
     @property
     def stem(self) -> str:
+        if self.label:
+            return self.label
         if self.path == STDIN:
             return "stdin"
         if self.kind == "hub":
             return hub.HubSpec.parse(self.path).stem
-        name = self.name
-        for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return name
+        return _strip_suffix(self.name)
 
     def rows(self) -> Iterator[tuple[RowRef, dict[str, Any]]]:
         reader = {
@@ -127,6 +129,35 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     return sources, ignored
 
 
+def labelled(sources: list[Source], limits: Limits = DEFAULT) -> list[Source]:
+    """``sources`` with the budgets and each one's label: the start of the ids derived for rows
+    without one. A file's label is its path relative to the folder holding every source file,
+    less the data suffix (``splitA/codeforces`` and ``splitB/codeforces``, never ``codeforces``
+    twice); one file alone keeps its stem, as before. Labels that would still be equal
+    (``a.json`` beside ``a.jsonl``) keep their suffix."""
+    files = [s for s in sources if s.kind != "hub" and s.path != STDIN]
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(s.path)) for s in files]) if files else ""
+    rel = {s.path: Path(os.path.relpath(os.path.abspath(s.path), root)).as_posix() for s in files}
+    bare = {p: _strip_suffix(r) for p, r in rel.items()}
+    counts: dict[str, int] = {}
+    for b in bare.values():
+        counts[b] = counts.get(b, 0) + 1
+    out = []
+    for s in sources:
+        label = None
+        if s.path in rel:
+            label = bare[s.path] if counts[bare[s.path]] == 1 else rel[s.path]
+        out.append(replace(s, label=label, limits=limits))
+    return out
+
+
+def _strip_suffix(name: str) -> str:
+    for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -> None:
     path = Path(p)
     if path.is_dir():
@@ -169,16 +200,42 @@ def _open(path: str):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+class Unread:
+    """A row left unread because it is over a budget (it stands in the place of its data)."""
+
+    def __init__(self, skip: OverBudget):
+        self.skip = skip
+
+
+def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any] | Unread]]:
     index = 0
     name = "<stdin>" if src.path == STDIN else src.path
     with _open(src.path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
+        for lineno, raw, size in _lines(f, src.limits.row_bytes):
+            if raw is not None and not raw.strip():
                 continue
-            ref = RowRef(name, src.stem, index, line=lineno)
-            yield ref, _as_row(_loads(raw, ref), ref)
+            ref = RowRef(name, src.stem, index, line=lineno, limits=src.limits)
+            if raw is None:
+                yield ref, Unread(OverBudget("row_bytes", src.limits.row_bytes, size))
+            else:
+                yield ref, _as_row(_loads(raw, ref), ref)
             index += 1
+
+
+def _lines(f, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, line, size) of each line, reading at most ``limit`` + 1 bytes at a time: a
+    longer line is passed over in pieces and comes as (number, None, its size)."""
+    lineno = 0
+    while raw := f.readline(limit + 1):
+        lineno += 1
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield lineno, raw, len(raw)
+            continue
+        size = len(raw)
+        while raw and not raw.endswith(b"\n"):
+            raw = f.readline(1 << 20)
+            size += len(raw)
+        yield lineno, None, size
 
 
 def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
@@ -188,7 +245,7 @@ def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         if data.lstrip().startswith(b"{"):  # JSONL under a .json name
-            yield from _jsonl_rows(Source(src.path, "jsonl"))
+            yield from _jsonl_rows(replace(src, kind="jsonl"))
             return
         bad = _not_utf8(data)
         if bad is None:
@@ -197,7 +254,7 @@ def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
         raise DataError(bad[1], path=src.path, line=line, hint=_UTF8_HINT) from None
     rows = obj if isinstance(obj, list) else [obj]
     for index, row in enumerate(rows):
-        ref = RowRef(src.path, src.stem, index)
+        ref = RowRef(src.path, src.stem, index, limits=src.limits)
         yield ref, _as_row(row, ref)
 
 
@@ -207,7 +264,7 @@ def _parquet_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     index = 0
     for batch in pq.ParquetFile(src.path).iter_batches(batch_size=256):
         for row in batch.to_pylist():
-            yield RowRef(src.path, src.stem, index), row
+            yield RowRef(src.path, src.stem, index, limits=src.limits), row
             index += 1
 
 
@@ -226,7 +283,7 @@ def _hub_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
 def _dataset_rows(src: Source, splits) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     for split, ds in splits:
         for index, row in enumerate(ds):
-            yield RowRef(src.path, src.stem, index, split=split), row
+            yield RowRef(src.path, src.stem, index, split=split, limits=src.limits), row
 
 
 def _loads(raw: bytes, ref: RowRef) -> Any:
@@ -236,6 +293,11 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
         bad = _not_utf8(raw)
         if bad is not None:
             raise ref.error(bad[1], hint=_UTF8_HINT) from None
+        if "memory" in str(e).lower():
+            raise ref.error(
+                f"not enough memory to read this row of {len(raw):,} bytes (it was not checked as JSON)",
+                hint="run with more memory, or skip rows this long with --limit row_bytes=N",
+            ) from None
         # orjson counts lines within the row, which is line 1 of itself: say only the column.
         raise ref.error(f"invalid JSON ({str(e).replace('line 1 column', 'column')})") from None
 

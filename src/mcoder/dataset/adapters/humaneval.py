@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mcoder import safe_ast
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
 from mcoder.dataset.fields import need
 from mcoder.dataset.sources import RowRef
 from mcoder.records import Problem, Test
@@ -45,7 +45,7 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
     test = need(row, "test", ref)
     solution = row.get("canonical_solution") or ""
     return Problem(
-        id=str(need(row, "task_id", ref, (str, int))),
+        id=ident(need(row, "task_id", ref, (str, int)), ref, "task_id"),
         source=SOURCE,
         question=prompt,
         tests=[Test(input=_helpers(prompt, entry_point, ref) + test, output="", kind="functional")],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
 from mcoder.dataset.asserts import check_tests, signature_params, split_invocation
 from mcoder.dataset.fields import need
 from mcoder.dataset.sources import RowRef
@@ -43,7 +43,7 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
         raise ref.error(str(e), field=field) from None
     solutions = row.get("solutions")
     return Problem(
-        id=str(row.get("id") or ref.derived_id()),
+        id=ident(row["id"], ref, "id") if row.get("id") else ref.derived_id(),
         source=SOURCE,
         question=question,
         tests=tests,
