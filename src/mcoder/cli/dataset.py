@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
         decontam_min_overlap: Annotated[
             float,
             typer.Option(
-                "--decontam-min-overlap", help="Share of a statement's n-grams that marks a benchmark match."
+                "--decontam-min-overlap",
+                help="Share of a benchmark statement's n-grams found in a problem that marks a match.",
             ),
         ] = 0.5,
         min_chars: Annotated[

@@ -59,7 +59,8 @@ def json_or_compressed(value: Any, ref: RowRef, field: str) -> Any:
         obj = unpickle(inflate(base64.b64decode(stripped, validate=True), ref.limits), ref.limits)
     except (binascii.Error, ValueError, Malformed) as e:
         raise ref.error(
-            f"neither JSON nor LiveCodeBench's compressed form (base64 + zlib + plain pickle): {e}", field=field
+            f"neither JSON nor LiveCodeBench's compressed form (base64 + zlib + plain pickle): {e}",
+            field=field,
         ) from None
     except OverBudget as e:
         raise e.at(field) from None

@@ -201,7 +201,9 @@ def _get(memo: dict[int, _Item], stack, count: _Counter, key: int) -> None:
     if item is None:
         raise Malformed(f"pickle memo reference {key} to nothing")
     if not isinstance(item.value, _IMMUTABLE):
-        raise Malformed("a pickle memo reference to a list or dict (shared or self-referencing data) is not plain data")
+        raise Malformed(
+            "a pickle memo reference to a list or dict (shared or self-referencing data) is not plain data"
+        )
     count.add(item.size)  # a repeated value costs its whole size again, as it will when written
     stack.append(_Item(item.value, item.size, item.depth))
 

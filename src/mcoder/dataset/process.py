@@ -94,7 +94,9 @@ def convert(row: Row) -> Problem:
 
 def content_digest(p: Problem) -> bytes:
     """What makes two problems the same problem (their provenance aside)."""
-    data = orjson.dumps([p.question, p.starter_code, p.fn_name, [[t.input, t.output, t.kind] for t in p.tests]])
+    data = orjson.dumps(
+        [p.question, p.starter_code, p.fn_name, [[t.input, t.output, t.kind] for t in p.tests]]
+    )
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
@@ -106,7 +108,9 @@ def _over_budget(row: Row, e: OverBudget) -> Removal:
         detail["field"] = e.field
     if e.got is not None:
         detail["got"] = e.got
-    return Removal(row.ref.where(), STAGE, f"over budget: {e.budget}", detail, text=f"over the {e.budget} budget")
+    return Removal(
+        row.ref.where(), STAGE, f"over budget: {e.budget}", detail, text=f"over the {e.budget} budget"
+    )
 
 
 def _removal(row: Row, reason: str, **detail: str) -> Removal:

@@ -123,7 +123,8 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
         path = Path(p)
         if not path.exists():
             raise UsageError(
-                f"no such file or folder: {p}", hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})"
+                f"no such file or folder: {p}",
+                hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})",
             )
         _expand_one(str(p), sources, ignored)
     return sources, ignored

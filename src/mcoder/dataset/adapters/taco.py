@@ -52,7 +52,11 @@ def convert_apps(row: dict[str, Any], ref: RowRef) -> Problem:
     host = urlparse(url).netloc.lower().split(".")
     platform = (host[-2] if len(host) >= 2 else None) if url else None
     problem = _convert(
-        row, ref, source="apps", pid=ident(need(row, "problem_id", ref, (int, str)), ref, "problem_id"), platform=platform
+        row,
+        ref,
+        source="apps",
+        pid=ident(need(row, "problem_id", ref, (int, str)), ref, "problem_id"),
+        platform=platform,
     )
     if url:
         problem.meta["url"] = url
@@ -65,7 +69,9 @@ def _convert(row: dict[str, Any], ref: RowRef, *, source: str, pid: str, platfor
         raise ref.error("expected {inputs, outputs, fn_name?}", field="input_output")
     fn_name = io.get("fn_name") or None
     if fn_name is not None and not isinstance(fn_name, str):
-        raise ref.error(f"expected a function name, got {type(fn_name).__name__}", field="input_output.fn_name")
+        raise ref.error(
+            f"expected a function name, got {type(fn_name).__name__}", field="input_output.fn_name"
+        )
     inputs, outputs = io.get("inputs", []), io.get("outputs", [])
     tests = (
         _call_tests(inputs, outputs, ref) if fn_name else stdin_tests(inputs, outputs, ref, "input_output")
