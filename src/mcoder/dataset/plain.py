@@ -4,9 +4,10 @@
 - ``unpickle``: a decoder of the plain-data subset of pickle (strings, bytes, numbers, None,
   booleans, lists, tuples, dicts; protocols 2 to 5), which is what LiveCodeBench (a pickled JSON
   string) and SandboxFusion (a pickled dict of strings) write. It is not ``pickle``: no class is
-  ever looked up, a memo reference may only repeat a finished immutable value (so no cycle and
-  no shared container), and every value is counted at its expanded size each time it is used,
-  so that a "billion laughs" of references stops at the budget instead of the machine's memory.
+  ever looked up, what a memo reference repeats can no longer change (so no cycle, and no
+  repetition grows after it was counted), and every value is counted at its expanded size each time it is
+  used, so that a "billion laughs" of references stops at the budget instead of the machine's
+  memory, as the writer would have to write each repetition out.
 - ``json_text``: JSON held as text, with integers bounded in digits, nesting in depth, NaN and
   Infinity refused (they are not JSON), and the result counted like the above.
 
@@ -50,9 +51,6 @@ def inflate(data: bytes, limits: Limits) -> bytes:
 
 # ------------------------------------------------------------------ pickle
 
-_IMMUTABLE = (str, bytes, int, float, bool, type(None), tuple)
-
-
 class _Counter:
     """The running expanded size of one field."""
 
@@ -70,12 +68,14 @@ class _Counter:
 
 
 class _Item:
-    """A value on the unpickler's stack: the value, its expanded size and its nesting depth."""
+    """A value on the unpickler's stack: the value, its expanded size and its nesting depth;
+    ``frozen`` once a memo reference repeated it: it may not change any more (every repetition
+    would change with it, and a list appended to itself would be a cycle)."""
 
-    __slots__ = ("depth", "size", "value")
+    __slots__ = ("depth", "frozen", "size", "value")
 
-    def __init__(self, value: Any, size: int, depth: int = 0):
-        self.value, self.size, self.depth = value, size, depth
+    def __init__(self, value: Any, size: int, depth: int = 0, frozen: bool = False):
+        self.value, self.size, self.depth, self.frozen = value, size, depth, frozen
 
 
 _MARK = _Item(None, 0)  # the MARK opcode's place on the stack
@@ -173,16 +173,16 @@ def _add_to(target: _Item, items: list[_Item], count: _Counter) -> None:
 
 def _append(stack, items: list[_Item], count: _Counter) -> None:
     target = stack[-1] if stack and stack[-1] is not _MARK else None
-    if target is None or not isinstance(target.value, list):
-        raise Malformed("pickle APPEND to something that is not a list")
+    if target is None or not isinstance(target.value, list) or target.frozen:
+        raise Malformed("pickle APPEND to something that is not a new list")
     target.value.extend(it.value for it in items)
     _add_to(target, items, count)
 
 
 def _setitems(stack, items: list[_Item], count: _Counter) -> None:
     target = stack[-1] if stack and stack[-1] is not _MARK else None
-    if target is None or not isinstance(target.value, dict) or len(items) % 2:
-        raise Malformed("pickle SETITEM on something that is not a dict")
+    if target is None or not isinstance(target.value, dict) or target.frozen or len(items) % 2:
+        raise Malformed("pickle SETITEM on something that is not a new dict")
     for k, v in zip(items[::2], items[1::2]):
         if not isinstance(k.value, (str, int, float, bool, type(None))):
             raise Malformed(f"a dict key of type {type(k.value).__name__} is not plain data")
@@ -200,12 +200,9 @@ def _get(memo: dict[int, _Item], stack, count: _Counter, key: int) -> None:
     item = memo.get(key)
     if item is None:
         raise Malformed(f"pickle memo reference {key} to nothing")
-    if not isinstance(item.value, _IMMUTABLE):
-        raise Malformed(
-            "a pickle memo reference to a list or dict (shared or self-referencing data) is not plain data"
-        )
+    item.frozen = True  # repeated: from now on it may not change (so no cycle, and sizes stay true)
     count.add(item.size)  # a repeated value costs its whole size again, as it will when written
-    stack.append(_Item(item.value, item.size, item.depth))
+    stack.append(_Item(item.value, item.size, item.depth, frozen=True))
 
 
 def _put(memo: dict[int, _Item], stack, key: int) -> None:

@@ -35,10 +35,17 @@ def provenance(ref: RowRef, **extra: Any) -> dict[str, Any]:
     return meta
 
 
+def test_count(n: int, ref: RowRef, field: str) -> None:
+    """Stop before building more tests than the budget allows (``check_problem`` checks again)."""
+    if n > ref.limits.tests:
+        raise OverBudget("tests", ref.limits.tests, n, field)
+
+
 def stdin_tests(inputs: Any, outputs: Any, ref: RowRef, field: str) -> list[Test]:
     """stdin tests from parallel lists of inputs and outputs (a list of lines counts as text)."""
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field=field)
+    test_count(len(inputs), ref, field)
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     return [

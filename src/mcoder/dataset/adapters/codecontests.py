@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, as_dict, ident, keep_references, provenance, stdin_tests
+from mcoder.dataset.adapters.base import (
+    Adapter,
+    as_dict,
+    ident,
+    keep_references,
+    provenance,
+    stdin_tests,
+    test_count,
+)
 from mcoder.dataset.fields import Skip, json_value, need
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import difficulty_label, limits
@@ -68,6 +76,7 @@ def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
     cases = json_value(need(row, "test", ref, (str, list)), ref, "test")
     if not isinstance(cases, list):
         raise ref.error("expected a list of tests", field="test")
+    test_count(len(cases), ref, "test")
     tests = []
     for i, case in enumerate(cases):
         try:
@@ -118,6 +127,7 @@ def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
         if not isinstance(block, dict):
             raise ref.error("expected {input: [...], output: [...]}", field=field)
         tests += stdin_tests(block.get("input"), block.get("output"), ref, field)
+        test_count(len(tests), ref, field)
     if not tests:
         raise Skip("no tests")
     rating = row.get("cf_rating") or None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, as_dict, ident, keep_references, provenance
+from mcoder.dataset.adapters.base import Adapter, as_dict, ident, keep_references, provenance, test_count
 from mcoder.dataset.fields import Skip, json_or_compressed, json_value, need, text
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import day, difficulty_label, lcb_prompt_parts
@@ -66,6 +66,7 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
     cases = json_or_compressed(value, ref, field)
     if not isinstance(cases, list):
         raise ref.error("expected a list of test cases", field=field)
+    test_count(len(cases), ref, field)
     tests = []
     for i, case in enumerate(cases):
         where = f"{field}[{i}]"
@@ -93,6 +94,7 @@ def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
     inputs, outputs, fn_name = io.get("inputs"), io.get("outputs"), io.get("fn_name")
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field="test.input_output")
+    test_count(len(inputs), ref, "test")
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     if not inputs:

@@ -21,6 +21,7 @@ from mcoder.dataset.adapters.base import (
     keep_references,
     provenance,
     stdin_tests,
+    test_count,
 )
 from mcoder.dataset.fields import Skip, json_value, need, text
 from mcoder.dataset.sources import RowRef
@@ -96,6 +97,7 @@ def _convert(row: dict[str, Any], ref: RowRef, *, source: str, pid: str, platfor
 def _call_tests(inputs: Any, outputs: Any, ref: RowRef) -> list[Test]:
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field="input_output")
+    test_count(len(inputs), ref, "input_output")
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     wrapped = all(isinstance(o, list) and len(o) == 1 for o in outputs)
