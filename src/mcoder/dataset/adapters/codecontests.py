@@ -133,8 +133,11 @@ def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
     rating = row.get("cf_rating") or None
     if not isinstance(rating, (int, float, str, type(None))) or isinstance(rating, bool):
         raise ref.error(f"expected a rating, got {type(rating).__name__}", field="cf_rating")
-    level = row.get("difficulty")
-    difficulty, original = difficulty_of(_DIFFICULTIES.get(level, level) if _hashable(level) else None)
+    level, source = row.get("difficulty"), row.get("source")
+    for name, value in (("difficulty", level), ("source", source)):
+        if not _hashable(value):
+            raise ref.error(f"expected an enum code or a label, got {type(value).__name__}", field=name)
+    difficulty, original = difficulty_of(_DIFFICULTIES.get(level, level))
     limit = as_dict(row.get("time_limit") or None, ref, "time_limit")
     solutions = as_dict(row.get("solutions") or None, ref, "solutions")
     languages, codes = solutions.get("language") or [], solutions.get("solution") or []
@@ -150,7 +153,7 @@ def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
         source=SOURCE,
         question=need(row, "description", ref),
         tests=tests,
-        platform=_SOURCES.get(row.get("source")) if _hashable(row.get("source")) else None,
+        platform=_SOURCES.get(source),
         difficulty=str(rating) if rating else difficulty,
         reference_solutions=keep_references(python3),
         meta=provenance(
