@@ -83,7 +83,7 @@ def test_an_id_given_to_two_different_problems_is_an_error_naming_both_rows(tmp_
 
 def test_the_same_problem_twice_is_set_aside_as_a_duplicate(tmp_path):
     write_rows(tmp_path / "lcb.jsonl", [lcb_row(STDIN[0], 0), lcb_row(STDIN[0], 0)])
-    tally, got, rep = run(tmp_path, tmp_path / "lcb.jsonl")
+    _, got, rep = run(tmp_path, tmp_path / "lcb.jsonl")
     assert len(got) == 1 and skipped(rep) == {"duplicate id": 1}
 
 
@@ -92,7 +92,7 @@ def test_a_memo_reference_bomb_in_compressed_tests_is_skipped_with_a_warning(tmp
     bomb = lcb_row(STDIN[0], 0) | {"private_test_cases": compressed_pickle(memo_bomb_cases(300_000))}
     assert len(json.dumps(bomb)) < 3000
     write_rows(tmp_path / "lcb.jsonl", [bomb, lcb_row(STDIN[1], 1)])
-    tally, got, rep = run(tmp_path, tmp_path / "lcb.jsonl")
+    _, got, rep = run(tmp_path, tmp_path / "lcb.jsonl")
     assert [p.id for p in got] == ["abc901_a"] and skipped(rep) == {"over budget: tests": 1}
     err = capsys.readouterr().err
     assert "lcb.jsonl:1" in err and "private_test_cases" in err and "tests budget" in err
@@ -102,7 +102,7 @@ def test_a_billion_laughs_pickle_is_skipped_at_the_decoded_size_budget(tmp_path,
     """H3: 527 bytes expanded to 2^40 x 8 characters: minutes and gigabytes, then MemoryError."""
     row = sandboxfusion_lcb_row(STDIN[0], 0) | {"test": compressed_pickle({"input_output": billion_laughs()})}
     write_rows(tmp_path / "sf.jsonl", [row, sandboxfusion_lcb_row(STDIN[1], 1)])
-    tally, got, rep = run(tmp_path, tmp_path / "sf.jsonl")
+    _, got, rep = run(tmp_path, tmp_path / "sf.jsonl")
     assert len(got) == 1 and skipped(rep) == {"over budget: decoded_size": 1}
     assert "field 'test'" in capsys.readouterr().err
 
