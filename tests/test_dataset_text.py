@@ -79,11 +79,16 @@ def source_text_patterns() -> list[tuple[str, re.Pattern]]:
 
 
 def test_the_pattern_check_refuses_the_two_quadratic_expressions_of_the_audit():
-    old_complete = re.compile(r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.S)
-    old_signature = re.compile(r"def\s+f\s*\((.*?)\)\s*(?:->[^:]*)?:", re.S)
+    old_complete = re.compile(
+        r"\n*Please complete the following python code precisely:\s*```python.*\Z", re.DOTALL
+    )
+    old_signature = re.compile(r"def\s+f\s*\((.*?)\)\s*(?:->[^:]*)?:", re.DOTALL)
     assert unsafe(old_complete) and unsafe(old_signature)
     assert unsafe(re.compile(r"(a+)+b")) and unsafe(re.compile(r"\s*x"))
-    assert unsafe(re.compile(r"^\s*x", re.M)) is None and unsafe(re.compile(r"\bany (?:\w+ ){0,2}x")) is None
+    assert (
+        unsafe(re.compile(r"^\s*x", re.MULTILINE)) is None
+        and unsafe(re.compile(r"\bany (?:\w+ ){0,2}x")) is None
+    )
 
 
 def test_no_pattern_over_source_text_can_backtrack_more_than_linearly():
@@ -208,7 +213,8 @@ def test_decontamination_removes_copies_salted_with_invisible_and_lookalike_char
 def test_dedup_clusters_salted_copies():
     base = bench_problems()[:5]
     copies = [
-        Problem(f"copy{k}", "train", salted(base[k % 5].question, k), [Test(f"{k}\n", "x\n")]) for k in range(10)
+        Problem(f"copy{k}", "train", salted(base[k % 5].question, k), [Test(f"{k}\n", "x\n")])
+        for k in range(10)
     ]
     kept, result = dedup(base + copies)
     assert [p.id for p in kept] == [p.id for p in base] and len(result.removals) == 10
