@@ -116,16 +116,16 @@ def limits(statement: str) -> dict[str, Any]:
     """Time limit (seconds), memory limit (MB) and tags found in a statement's trailer lines."""
     meta: dict[str, Any] = {}
     statement = statement[-_TRAILER_CHARS:]
-    if m := _TIME_MS.search(statement):
+    if (m := _TIME_MS.search(statement)) and _is_number(m.group(1)):
         value, unit = float(m.group(1)), m.group(2).lower()
         meta["time_limit_s"] = value / 1000 if unit.startswith("m") else value
     elif m := _TIME_DICT.search(statement):
         try:  # CodeContests' protobuf duration, printed as a dict
             d = safe_ast.literal_eval(m.group(1))
             meta["time_limit_s"] = d.get("seconds", 0) + d.get("nanos", 0) / 1e9
-        except (ValueError, SyntaxError, AttributeError):
+        except (ValueError, SyntaxError, AttributeError, TypeError, RecursionError, MemoryError):
             pass
-    if m := _MEMORY.search(statement):
+    if (m := _MEMORY.search(statement)) and _is_number(m.group(1)):
         value, unit = float(m.group(1)), m.group(2).lower()
         # CodeContests writes 256 MB as 256000000 bytes: decimal megabytes.
         meta["memory_limit_mb"] = {"bytes": value / 1e6, "kb": value / 1e3}.get(unit, value)
@@ -134,9 +134,14 @@ def limits(statement: str) -> dict[str, Any]:
             tags = safe_ast.literal_eval(m.group(1))
             if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
                 meta["tags"] = tags
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             pass
     return meta
+
+
+def _is_number(text: str) -> bool:
+    """Text of a finite float ('1.5', not '1.2.3')."""
+    return text.count(".") <= 1 and any(c.isdigit() for c in text) and len(text) < 30
 
 
 def is_interactive(statement: str, tags: Any = None) -> bool:
@@ -179,7 +184,7 @@ def is_placeholder(code: str) -> bool:
     (SandboxFusion stores ``import sys; sys.exit(0)`` where it has no canonical solution)."""
     try:
         tree = safe_ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (a null byte, too deep)
         return False
     return all(_is_noop(stmt) for stmt in tree.body)
 

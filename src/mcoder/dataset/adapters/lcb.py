@@ -76,7 +76,8 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
             or not isinstance(case.get("output"), str)
         ):
             raise ref.error("expected {input, output, testtype} with text input and output", field=where)
-        kind = _KINDS.get(case.get("testtype", "stdin"))
+        testtype = case.get("testtype", "stdin")
+        kind = _KINDS.get(testtype) if isinstance(testtype, str) else None
         if kind is None:
             raise ref.error(
                 f"unknown testtype {case.get('testtype')!r} (known: stdin, functional)", field=where

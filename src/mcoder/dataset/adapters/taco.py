@@ -50,7 +50,10 @@ def convert_taco(row: dict[str, Any], ref: RowRef) -> Problem:
 
 def convert_apps(row: dict[str, Any], ref: RowRef) -> Problem:
     url = text(row, "url", ref) or ""
-    host = urlparse(url).netloc.lower().split(".")
+    try:
+        host = urlparse(url).netloc.lower().split(".")
+    except ValueError as e:
+        raise ref.error(f"not a URL ({e})", field="url") from None
     platform = (host[-2] if len(host) >= 2 else None) if url else None
     problem = _convert(
         row,
