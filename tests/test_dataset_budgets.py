@@ -148,6 +148,19 @@ def test_deep_nesting_in_a_json_text_field_is_over_the_depth_budget(tmp_path):
     assert len(got) == 1 and skipped(rep) == {"over budget: depth": 2}
 
 
+def test_a_deeply_nested_pickle_is_over_the_depth_budget(tmp_path):
+    """5.5 KB of pickled nesting crashed the process inside the JSON writer, leaving the lock and
+    partial files; now the row stops at the depth budget while it is decoded."""
+    import base64
+    import zlib
+
+    deep = b"\x80\x04" + b"]" * 3000 + b"a" * 2999 + b"."
+    row = lcb_row(STDIN[0], 0) | {"private_test_cases": base64.b64encode(zlib.compress(deep)).decode()}
+    write_rows(tmp_path / "lcb.jsonl", [row, lcb_row(STDIN[1], 1)])
+    _, got, rep = run(tmp_path, tmp_path / "lcb.jsonl")
+    assert len(got) == 1 and skipped(rep) == {"over budget: depth": 1}
+
+
 def test_a_lone_surrogate_in_a_json_text_field_is_a_data_error_naming_the_field(tmp_path):
     """The writer crashed on the string, naming no row."""
     cases = json.loads(lcb_row(STDIN[0], 0)["public_test_cases"])

@@ -172,6 +172,7 @@ def check_build(name: str, data: list[dict]) -> None:
         assert len({w["id"] for w in written}) == len(written)  # nothing twice
         assert len(written) + tally.skipped == len(data) == tally.files[0].rows  # every row accounted
         adapter = ADAPTERS[name]
+        data = [orjson.loads(line) for line in src.read_bytes().splitlines()]  # as the build read them
         for w in written:  # exactly as its adapter converts its row
             i = w["meta"].get("source_row")
             if i is None:  # mcoder records keep their own meta: the first row of that id
