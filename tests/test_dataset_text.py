@@ -239,3 +239,30 @@ def test_a_short_benchmark_statement_copied_whole_is_still_caught():
     copy = Problem("copy", "train", salted(BOILERPLATE, 1).upper(), [Test("2", "3")])
     kept, result = decontaminate([copy], index)
     assert kept == [] and result.removals[0].detail["benchmark"] == "bench:short"
+
+
+# ---------------------------------------------------------------- MinHash
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_lsh_bands_are_the_ones_datasketch_picks(threshold):
+    datasketch = pytest.importorskip("datasketch")
+    from mcoder.dataset.filter.minhash import bands
+
+    lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=128)
+    assert bands(threshold) == (lsh.b, lsh.r)
+
+
+def test_signatures_estimate_jaccard_and_lsh_finds_the_close_pairs():
+    import numpy as np
+
+    from mcoder.dataset.filter.minhash import candidate_pairs, signature, similarity
+
+    base = [f"w{i}".encode() for i in range(400)]
+    close = base[:380] + [f"x{i}".encode() for i in range(20)]  # Jaccard 380/420 = 0.905
+    far = base[:200] + [f"y{i}".encode() for i in range(200)]  # 200/600 = 0.333
+    sigs = np.stack([signature(s) for s in (base, close, far)])
+    assert abs(similarity(sigs[0], sigs[1]) - 380 / 420) < 0.1
+    assert abs(similarity(sigs[0], sigs[2]) - 200 / 600) < 0.1
+    assert candidate_pairs(sigs, 0.8) == [(0, 1)]
+    assert (signature([]) == np.iinfo(np.uint32).max).all()

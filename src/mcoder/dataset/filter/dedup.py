@@ -5,7 +5,7 @@ characters such as zero-width spaces and soft hyphens dropped, Cyrillic and Gree
 Latin letters folded, lower case, LaTeX commands and punctuation dropped), so ``$1 \\le n$`` and
 ``1 ≤ n`` read the same, and so do a statement and its copy salted with invisible or look-alike
 characters. Near-duplicates are found
-with MinHash LSH (``datasketch``) over word shingles; each candidate pair is confirmed with the
+with MinHash LSH (``minhash.py``) over word shingles; each candidate pair is confirmed with the
 MinHash estimate of Jaccard similarity before it counts. In every cluster one problem stays:
 the one with reference solutions, then the most tests, then the first in input order.
 """
@@ -16,10 +16,8 @@ import functools
 import hashlib
 import re
 import unicodedata
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.records import Problem
@@ -54,8 +52,6 @@ _FOLD = _fold_table()
 # A test set this small (e.g. one "1" -> "1" sample) is shared by unrelated problems, so an
 # identical set of it says nothing about duplication.
 MIN_TESTSET_CHARS = 32
-NUM_PERM = 128
-MINHASH_SEED = 1
 
 
 # Special judge, dedup and decontamination each read every statement's words, one stage after
@@ -104,38 +100,26 @@ class Keys:
     rank: tuple[int, int]  # keeper_rank without the position: reference solutions, then tests
     statement: bytes | None  # digest of the normalised statement (None: no words)
     tests: bytes | None  # testset_signature
-    signature: Any  # MinHash values of the statement's shingles, numpy uint32[NUM_PERM]
+    signature: bytes  # MinHash values of the statement's shingles (uint32[NUM_PERM], minhash.py)
 
 
 class Signer:
-    """MinHash signatures of statements, all with the same permutations (made once)."""
+    """The Keys of problems: digests and a MinHash signature of the statement's shingles."""
 
     def __init__(self, shingle_words: int = 3):
-        from datasketch import MinHash  # numpy/scipy: paid only when dedup runs
-
         self.shingle_words = shingle_words
-        self._first = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
 
     def keys(self, problem: Problem) -> Keys:
-        import numpy as np
-        from datasketch import MinHash
+        from mcoder.dataset.filter.minhash import signature  # numpy: paid only when dedup runs
 
-        # crc32: a fast 32-bit hash in C; MinHash needs uniform 32-bit values, not a secure hash.
-        m = MinHash(
-            num_perm=NUM_PERM,
-            seed=MINHASH_SEED,
-            hashfunc=zlib.crc32,
-            permutations=self._first.permutations,
-            scheme=self._first.scheme,
-        )
-        m.update_batch([s.encode("utf-8") for s in shingles(problem.question, self.shingle_words)])
+        sig = signature(s.encode("utf-8") for s in shingles(problem.question, self.shingle_words))
         statement = _digest(normalise(problem.question)).encode() if words(problem.question) else None
         return Keys(
             problem.id,
             (0 if problem.reference_solutions else 1, -len(problem.tests)),
             statement,
             (testset_signature(problem) or "").encode() or None,
-            m.hashvalues.astype(np.uint32),  # values below 2**32: half the memory, the same estimate
+            sig.tobytes(),
         )
 
 
@@ -214,28 +198,24 @@ def _same_key_pairs(members: Sequence[int], key: Callable[[int], bytes | None]) 
 
 
 def _similar_pairs(keys: Sequence[Keys], members: Sequence[int], threshold: float) -> list[tuple[int, int]]:
-    """Pairs whose estimated Jaccard is >= threshold, found by LSH banding of the signatures
-    (the bands datasketch's MinHashLSH picks for this threshold), each pair confirmed."""
+    """Pairs of ``members`` whose estimated Jaccard is >= threshold (LSH bands, each confirmed)."""
     import numpy as np
-    from datasketch import MinHashLSH
 
-    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
-    b, r = lsh.b, lsh.r
-    buckets: dict[tuple[int, bytes], list[int]] = {}
-    for i in members:
-        sig = keys[i].signature
-        for band in range(b):
-            buckets.setdefault((band, sig[band * r : (band + 1) * r].tobytes()), []).append(i)
-    candidates = {(a, c) for group in buckets.values() for a in group for c in group if a < c}
-    return sorted(
-        (a, c) for a, c in candidates if float(np.mean(keys[a].signature == keys[c].signature)) >= threshold
-    )
+    from mcoder.dataset.filter.minhash import NUM_PERM, candidate_pairs
+
+    if len(members) < 2:
+        return []
+    signatures = np.frombuffer(b"".join(keys[i].signature for i in members), dtype=np.uint32)
+    pairs = candidate_pairs(signatures.reshape(len(members), NUM_PERM), threshold)
+    return [(members[a], members[b]) for a, b in pairs]
 
 
 def jaccard(a: Keys, b: Keys) -> float:
     import numpy as np
 
-    return float(np.mean(a.signature == b.signature))
+    from mcoder.dataset.filter.minhash import similarity
+
+    return similarity(np.frombuffer(a.signature, np.uint32), np.frombuffer(b.signature, np.uint32))
 
 
 # ---------------------------------------------------------------- the plan
