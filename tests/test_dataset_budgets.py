@@ -235,6 +235,17 @@ def test_a_line_over_the_row_budget_is_skipped_unread_and_the_rest_is_read(tmp_p
     assert "lcb.jsonl:1" in capsys.readouterr().err
 
 
+def test_a_gzip_bomb_as_a_json_file_stops_at_the_file_budget(tmp_path):
+    """A .json(.gz) file is read whole: gzip expanded it without a bound."""
+    import gzip
+
+    with gzip.open(tmp_path / "rows.json.gz", "wb") as f:
+        f.write(b"[" + b" " * (3 << 20) + b"]")
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / "rows.json.gz", limits=Limits(json_file_bytes=1 << 20), report=False)
+    assert "json_file_bytes" in e.value.message
+
+
 def test_a_problem_over_the_test_size_budget_is_skipped(tmp_path):
     write_rows(tmp_path / "lcb.jsonl", [lcb_row(STDIN[0], 0) | {"question_id": "big"}, lcb_row(STDIN[1], 1)])
     big = json.loads((tmp_path / "lcb.jsonl").read_text().splitlines()[0])

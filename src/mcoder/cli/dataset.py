@@ -135,8 +135,8 @@ def register(app: typer.Typer) -> None:
                 "--limit",
                 metavar="NAME=N",
                 help="Raise or lower a budget on what one source row may expand to (repeatable): "
-                "row_bytes, decompressed_bytes, decoded_size, depth, int_digits, tests, test_bytes, "
-                "problem_bytes. Rows over one are skipped, warned about and counted.",
+                "row_bytes, json_file_bytes, decompressed_bytes, decoded_size, depth, int_digits, tests, "
+                "test_bytes, problem_bytes. Rows over one are skipped, warned about and counted.",
             ),
         ] = None,
         quiet: Quiet = False,

@@ -24,6 +24,8 @@ class Limits:
 
     row_bytes: int = 512 * MiB
     """Bytes of one JSONL line (read in bounded pieces; a longer line is skipped unread)."""
+    json_file_bytes: int = 2048 * MiB
+    """Bytes of a whole .json file (read at once; a larger one, gzip included, is an error)."""
     decompressed_bytes: int = 256 * MiB
     """Bytes one compressed field (LiveCodeBench's base64 + zlib) may decompress to."""
     decoded_size: int = 256 * MiB

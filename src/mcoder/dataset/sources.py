@@ -240,8 +240,15 @@ def _lines(f, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
 
 
 def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    limit = src.limits.json_file_bytes
     with _open(src.path) as f:
-        data = f.read()
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise DataError(
+            f"over the json_file_bytes budget of {limit:,} bytes (a JSON file is read whole)",
+            path=src.path,
+            hint="save the rows as JSONL (read a line at a time), or raise --limit json_file_bytes=N",
+        )
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
