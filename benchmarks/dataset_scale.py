@@ -17,24 +17,23 @@ seeded uniform distribution; no model runs. Each size runs in a fresh process
 (``python -m mcoder dataset build ... --report``); peak RSS is that process's ``ru_maxrss``, the
 stage seconds come from the report.
 
-Usage: ``python benchmarks/dataset_scale.py [--sizes 2000,5000,20000] [--data DIR] [--keep DIR]``.
+Usage: ``python benchmarks/dataset_scale.py [--sizes 2000,5000,20000] [--data DIR] [--keep DIR]
+[--no-stages]``. Each size also runs the same build without ``--dedup``, for the peak memory that
+dedup adds.
 
-Measured on a 2-core machine shared with other work (load average ~10, so wall time is mostly
-waiting; CPU time is the figure to compare), 20,000 rows -> 14,287 problems (320 rows set aside,
-1,104 duplicates, 156 contaminated, 4,133 outside the pass-rate band):
+Measured on a 2-core machine shared with other work (wall time is mostly waiting; CPU time is the
+figure to compare) with ``--sizes 20000 --no-stages``: 20,000 rows -> 14,291 problems (320 rows
+set aside, 1,096 duplicates, 155 contaminated, 4,138 outside the pass-rate band):
 
-    problems   CPU s  CPU ms/problem  peak RSS MiB   (wall s)
-        2000     9.0            4.50           161       52
-        5000    17.0            3.40           201       61
-       20000    58.5            2.92           401      231
+    problems   CPU s  peak RSS MiB  without --dedup: CPU s  peak RSS MiB   ratio
+       20000    30.7           295                    21.1           214    1.38
 
-CPU per problem does not grow with the set (the fixed start-up cost is spread thinner); memory
-grows by about 12 KB per problem, because dedup holds every problem at once. Per stage, in ms of
-CPU per problem at 2k / 20k: convert 0.43 / 0.60, special judge 0.71 / 0.75, dedup 1.15 / 0.71,
-decontamination 0.43 / 0.41. Before two fixes the same build took 69-73 s of CPU and 445 MiB at
-20k, and decontamination's cost per problem rose with the set (0.27 ms at 2k, 0.65 at 20k): the
-statement-words cache held 4,096 statements, so past that size every stage normalised every
-statement again; n-grams were joined strings.
+Dedup keeps per problem its digests and a 512-byte MinHash signature (``filter/dedup.py`` Keys),
+the problems themselves in a temporary file, and finds candidate pairs by sorting band hashes.
+Before, it held every problem with its tests (and imported datasketch with scipy, 65 MB alone):
+401 MiB at 20,000 in an earlier run of this script (whose figures by size and stage were, at 2,000
+/ 5,000 / 20,000 problems, 9.0 / 17.0 / 58.5 CPU s and 161 / 201 / 401 MiB), and 369 MiB against
+215 without dedup (1.72, the same command) before the signatures moved to numpy.
 """
 
 from __future__ import annotations
