@@ -246,6 +246,18 @@ def test_a_gzip_bomb_as_a_json_file_stops_at_the_file_budget(tmp_path):
     assert "json_file_bytes" in e.value.message
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("rows.parquet", b"not parquet"), ("rows.jsonl.gz", b"\x1f\x8b\x08\x00cut"), ("rows.json.gz", b"plain")],
+)
+def test_a_broken_file_is_a_data_error_naming_it(tmp_path, name, content):
+    """A corrupt parquet or a cut gzip file ended in an internal error (ArrowInvalid, EOFError)."""
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / name, report=False)
+    assert name in e.value.message and "cannot read the file" in e.value.message
+
+
 def test_a_problem_over_the_test_size_budget_is_skipped(tmp_path):
     write_rows(tmp_path / "lcb.jsonl", [lcb_row(STDIN[0], 0) | {"question_id": "big"}, lcb_row(STDIN[1], 1)])
     big = json.loads((tmp_path / "lcb.jsonl").read_text().splitlines()[0])

@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -84,7 +85,7 @@ class Source:
             return hub.HubSpec.parse(self.path).stem
         return _strip_suffix(self.name)
 
-    def rows(self) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    def rows(self) -> Iterator[tuple[RowRef, dict[str, Any] | Unread]]:
         reader = {
             "jsonl": _jsonl_rows,
             "json": _json_rows,
@@ -92,7 +93,10 @@ class Source:
             "saved": _saved_rows,
             "hub": _hub_rows,
         }
-        return reader[self.kind](self)
+        try:
+            yield from reader[self.kind](self)
+        except Exception as e:  # noqa: BLE001 - sorted in _unreadable; the rest goes on unchanged
+            raise _unreadable(self.path, e) from None
 
     def count(self) -> int | None:
         """The number of rows where it is cheap to know (for the progress bar)."""
@@ -101,8 +105,24 @@ class Source:
         if self.kind == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.ParquetFile(self.path).metadata.num_rows
+            try:
+                return pq.ParquetFile(self.path).metadata.num_rows
+            except Exception as e:  # noqa: BLE001 - sorted in _unreadable
+                raise _unreadable(self.path, e) from None
         return None
+
+
+def _unreadable(path: str, e: Exception) -> Exception:
+    """A file that cannot be read as its kind (cut short, not gzip, not parquet) is bad input
+    naming the file; a DataError about a row, or anything else, goes on as it is."""
+    broken = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+    if isinstance(e, DataError) or not (isinstance(e, broken) or type(e).__module__.startswith("pyarrow")):
+        return e
+    return DataError(
+        f"cannot read the file ({type(e).__name__}: {e})"[:400],
+        path=path,
+        hint="check that the file is whole and in the format its name says",
+    )
 
 
 def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
