@@ -29,6 +29,8 @@ def check_problem(problem: Problem, ref: RowRef) -> None:
         raise OverBudget("tests", limits.tests, len(problem.tests), "tests")
     total = 0
     for i, t in enumerate(problem.tests):
+        _check_text(t.input, ref, f"tests[{i}].input")
+        _check_text(t.output, ref, f"tests[{i}].output")
         size = len(t.input) + len(t.output)
         if size > limits.test_bytes:
             raise OverBudget("test_bytes", limits.test_bytes, size, f"tests[{i}]")
@@ -50,9 +52,6 @@ def _texts(p: Problem):
         value = getattr(p, name)
         if value is not None:
             yield name, value
-    for i, t in enumerate(p.tests):
-        yield f"tests[{i}].input", t.input
-        yield f"tests[{i}].output", t.output
     for i, code in enumerate(p.reference_solutions):
         yield f"reference_solutions[{i}]", code
 
