@@ -62,7 +62,7 @@ def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> I
         adapter = _choose(fmt, *first) if first is not None else ADAPTERS["mcoder"]
         if fmt == "auto" and first is not None:
             info(f"{src.path}: format {adapter.name} (detected)")
-        file = tally.add_file(src.path, adapter.name)
+        file = tally.add_file(src.path, adapter.name if first is not None or fmt != "auto" else "-")
         task = bar.add_task(src.name, total=src.count()) if bar is not None else None
         for ref, data in itertools.chain(unread, [first] if first else [], rows):
             file.rows += 1
