@@ -286,3 +286,15 @@ def test_limit_option_values_are_checked():
     for bad in ("tests", "tests=0", "nope=3", "tests=x"):
         with pytest.raises(UsageError):
             Limits.parse([bad])
+
+
+@pytest.mark.parametrize("points", [[[1.0, 1.5]], [[1.0, -0.1]], [[1.0, True]]], ids=str)
+def test_a_calibration_with_pass_rates_outside_0_1_is_refused(tmp_path, points):
+    """Pass rates outside [0, 1] (and booleans) were accepted as a calibration."""
+    from mcoder.dataset.calibrate import Calibration
+
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"points": [[0.0, 0.5], *points], "dimensions": []}) + "\n")
+    with pytest.raises(DataError) as e:
+        Calibration.read(str(path))
+    assert e.value.field == "points"
