@@ -298,3 +298,31 @@ def test_a_calibration_with_pass_rates_outside_0_1_is_refused(tmp_path, points):
     with pytest.raises(DataError) as e:
         Calibration.read(str(path))
     assert e.value.field == "points"
+
+
+@pytest.mark.slow
+def test_a_valid_line_too_big_for_the_memory_left_is_reported_as_such_not_as_invalid_json(tmp_path):
+    """A valid 300 MB line under a memory cap was reported as "invalid JSON"."""
+    import subprocess
+    import sys
+
+    row = lcb_row(STDIN[0], 0)
+    line = json.dumps(row | {"question_title": "x" * (200 << 20)})
+    (tmp_path / "big.jsonl").write_text(line + "\n")
+    script = (
+        "import resource, sys\n"
+        "from mcoder.cli.app import main\n"
+        "used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (used + (450 << 20), resource.RLIM_INFINITY))\n"
+        "sys.argv = ['mcoder', 'dataset', 'build', sys.argv[1], '--out', sys.argv[2], '--quiet']\n"
+        "main()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "big.jsonl"), str(tmp_path / "out.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 3, r.stderr
+    assert "not enough memory to read this row" in r.stderr and "invalid JSON" not in r.stderr

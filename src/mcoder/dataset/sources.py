@@ -115,6 +115,12 @@ class Source:
 def _unreadable(path: str, e: Exception) -> Exception:
     """A file that cannot be read as its kind (cut short, not gzip, not parquet) is bad input
     naming the file; a DataError about a row, or anything else, goes on as it is."""
+    if isinstance(e, MemoryError):
+        return DataError(
+            "not enough memory to read the file",
+            path=path,
+            hint="run with more memory, or skip long rows with --limit row_bytes=N",
+        )
     broken = (OSError, EOFError, zlib.error, UnicodeDecodeError)
     if isinstance(e, DataError) or not (isinstance(e, broken) or type(e).__module__.startswith("pyarrow")):
         return e
@@ -233,13 +239,17 @@ def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any] | Unread]]
     name = "<stdin>" if src.path == STDIN else src.path
     with _open(src.path) as f:
         for lineno, raw, size in _lines(f, src.limits.row_bytes):
-            if raw is not None and not raw.strip():
+            if raw is not None and (not raw or raw.isspace()):  # isspace: no copy of a long line
                 continue
             ref = RowRef(name, src.stem, index, line=lineno, limits=src.limits)
             if raw is None:
                 yield ref, Unread(OverBudget("row_bytes", src.limits.row_bytes, size))
             else:
-                yield ref, _as_row(_loads(raw, ref), ref)
+                try:
+                    row = _loads(raw, ref)
+                except MemoryError:
+                    raise _no_memory(ref, len(raw)) from None
+                yield ref, _as_row(row, ref)
             index += 1
 
 
@@ -322,15 +332,19 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
         if bad is not None:
             raise ref.error(bad[1], hint=_UTF8_HINT) from None
         if "memory" in str(e).lower():
-            raise ref.error(
-                f"not enough memory to read this row of {len(raw):,} bytes (it was not checked as JSON)",
-                hint="run with more memory, or skip rows this long with --limit row_bytes=N",
-            ) from None
+            raise _no_memory(ref, len(raw)) from None
         # orjson counts lines within the row, which is line 1 of itself: say only the column.
         raise ref.error(f"invalid JSON ({str(e).replace('line 1 column', 'column')})") from None
 
 
 _UTF8_HINT = "save the file as UTF-8"
+
+
+def _no_memory(ref: RowRef, size: int) -> DataError:
+    return ref.error(
+        f"not enough memory to read this row of {size:,} bytes (it was not checked as JSON)",
+        hint="run with more memory, or skip rows this long with --limit row_bytes=N",
+    )
 
 
 def _not_utf8(data: bytes) -> tuple[int, str] | None:
