@@ -17,24 +17,23 @@ seeded uniform distribution; no model runs. Each size runs in a fresh process
 (``python -m mcoder dataset build ... --report``); peak RSS is that process's ``ru_maxrss``, the
 stage seconds come from the report.
 
-Usage: ``python benchmarks/dataset_scale.py [--sizes 2000,5000,20000] [--data DIR] [--keep DIR]``.
+Usage: ``python benchmarks/dataset_scale.py [--sizes 2000,5000,20000] [--data DIR] [--keep DIR]
+[--no-stages]``. Each size also runs the same build without ``--dedup``, for the peak memory that
+dedup adds.
 
-Measured on a 2-core machine shared with other work (load average ~10, so wall time is mostly
-waiting; CPU time is the figure to compare), 20,000 rows -> 14,287 problems (320 rows set aside,
-1,104 duplicates, 156 contaminated, 4,133 outside the pass-rate band):
+Measured on a 2-core machine shared with other work (wall time is mostly waiting; CPU time is the
+figure to compare) with ``--sizes 20000 --no-stages``: 20,000 rows -> 14,291 problems (320 rows
+set aside, 1,096 duplicates, 155 contaminated, 4,138 outside the pass-rate band):
 
-    problems   CPU s  CPU ms/problem  peak RSS MiB   (wall s)
-        2000     9.0            4.50           161       52
-        5000    17.0            3.40           201       61
-       20000    58.5            2.92           401      231
+    problems   CPU s  peak RSS MiB  without --dedup: CPU s  peak RSS MiB   ratio
+       20000    30.7           295                    21.1           214    1.38
 
-CPU per problem does not grow with the set (the fixed start-up cost is spread thinner); memory
-grows by about 12 KB per problem, because dedup holds every problem at once. Per stage, in ms of
-CPU per problem at 2k / 20k: convert 0.43 / 0.60, special judge 0.71 / 0.75, dedup 1.15 / 0.71,
-decontamination 0.43 / 0.41. Before two fixes the same build took 69-73 s of CPU and 445 MiB at
-20k, and decontamination's cost per problem rose with the set (0.27 ms at 2k, 0.65 at 20k): the
-statement-words cache held 4,096 statements, so past that size every stage normalised every
-statement again; n-grams were joined strings.
+Dedup keeps per problem its digests and a 512-byte MinHash signature (``filter/dedup.py`` Keys),
+the problems themselves in a temporary file, and finds candidate pairs by sorting band hashes.
+Before, it held every problem with its tests (and imported datasketch with scipy, 65 MB alone):
+401 MiB at 20,000 in an earlier run of this script (whose figures by size and stage were, at 2,000
+/ 5,000 / 20,000 problems, 9.0 / 17.0 / 58.5 CPU s and 161 / 201 / 401 MiB), and 369 MiB against
+215 without dedup (1.72, the same command) before the signatures moved to numpy.
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ def run(args: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def measure(data: Path, n: int, folder: Path) -> dict:
+def measure(data: Path, n: int, folder: Path, stages: bool = True) -> dict:
     sources, ids = write_sources(data, n, folder)
     bench = folder / "bench.jsonl"
     if not bench.exists():
@@ -188,17 +187,24 @@ def measure(data: Path, n: int, folder: Path) -> dict:
     flags += ["--keep-pass-rate", "0.1,0.9", "--report", str(report), "--overwrite", "--quiet"]
     wall, cpu, rss = run([*(str(s) for s in sources), "--out", str(out), *flags])
     rep = json.loads(report.with_suffix(".json").read_text())
-    stage_args = [str(x) for x in (bench, verdicts, *sources)]
-    cpu_by_stage = json.loads(
-        subprocess.run(
-            [sys.executable, __file__, "--stage-cpu", *stage_args], check=True, capture_output=True, text=True
-        ).stdout
-    )
+    # The same build without --dedup: what dedup adds to the peak memory.
+    plain = [f for f in flags if f != "--dedup"]
+    _, cpu_plain, rss_plain = run([*(str(s) for s in sources), "--out", str(folder / f"plain-{n}.jsonl"), *plain])
+    cpu_by_stage = {}
+    if stages:
+        stage_args = [str(x) for x in (bench, verdicts, *sources)]
+        cpu_by_stage = json.loads(
+            subprocess.run(
+                [sys.executable, __file__, "--stage-cpu", *stage_args], check=True, capture_output=True, text=True
+            ).stdout
+        )
     return {
         "n": n,
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
         "peak_rss_mib": round(rss),
+        "cpu_s_no_dedup": round(cpu_plain, 1),
+        "peak_rss_mib_no_dedup": round(rss_plain),
         "out": rep["problems_out"],
         "removed": {s["name"]: s["removed"] for s in rep["stages"]},
         "stage_cpu_s": cpu_by_stage,
@@ -246,6 +252,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="2000,5000,20000", help="problem counts, comma-separated")
     ap.add_argument("--data", type=Path, default=DATA, help="the third-party sets (../shared/data)")
     ap.add_argument("--keep", type=Path, help="write the inputs and outputs here (default: a temp folder)")
+    ap.add_argument("--no-stages", action="store_true", help="skip the per-stage CPU run")
     args = ap.parse_args()
     if not (args.data / "rllm_codeforces.json").is_file():
         sys.exit(f"the real problem sets are not at {args.data} (give --data or set MCODER_SHARED_DATA)")
@@ -253,7 +260,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        results = [measure(args.data, n, folder) for n in sizes]
+        results = [measure(args.data, n, folder, stages=not args.no_stages) for n in sizes]
     show(results)
 
 
@@ -262,17 +269,21 @@ def show(results: list[dict]) -> None:
     print("dataset build --dedup --decontaminate --difficulty-from (whole command, a fresh process each):")
     print(
         f"{'problems':>8} {'out':>6} {'wall s':>7} {'CPU s':>7} {'CPU ms/problem':>14} {'peak RSS MiB':>12}"
+        f" {'without --dedup':>15} {'ratio':>6}"
     )
     for r in results:
         per = 1000 * r["cpu_s"] / r["n"]
+        ratio = r["peak_rss_mib"] / r["peak_rss_mib_no_dedup"]
         print(
             f"{r['n']:>8} {r['out']:>6} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} {per:>14.2f} {r['peak_rss_mib']:>12}"
+            f" {r['peak_rss_mib_no_dedup']:>15} {ratio:>6.2f}"
         )
-    print("\nCPU ms per problem by stage (the same inputs, stages run one by one in a fresh process):")
-    print(f"{'problems':>8} " + " ".join(f"{k[:14]:>14}" for k in stages))
-    for r in results:
-        cells = " ".join(f"{1000 * r['stage_cpu_s'].get(k, 0) / r['n']:>14.3f}" for k in stages)
-        print(f"{r['n']:>8} {cells}")
+    if stages:
+        print("\nCPU ms per problem by stage (the same inputs, stages run one by one in a fresh process):")
+        print(f"{'problems':>8} " + " ".join(f"{k[:14]:>14}" for k in stages))
+        for r in results:
+            cells = " ".join(f"{1000 * r['stage_cpu_s'].get(k, 0) / r['n']:>14.3f}" for k in stages)
+            print(f"{r['n']:>8} {cells}")
     first, last = results[0], results[-1]
     print(
         f"\n{first['n']} -> {last['n']} problems (x{last['n'] / first['n']:g}): CPU x{last['cpu_s'] / first['cpu_s']:.2f}, "

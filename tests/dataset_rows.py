@@ -587,3 +587,37 @@ def write_sets(folder: Path) -> Path:
         write_rows(folder / name, rows())
     (folder / "README.md").write_text("Problems the project wrote, in the shapes of public sets.\n")
     return folder
+
+
+# ------------------------------------------------------------------ hostile rows
+# What a careless publisher or an attacker could put in a source file; the pickles are made by
+# pickle itself: shared references are what it writes as memo references.
+
+
+def compressed_pickle(obj: Any) -> str:
+    """base64 of zlib of ``pickle.dumps(obj)`` (no JSON step: a pickle that builds the value)."""
+    return base64.b64encode(zlib.compress(pickle.dumps(obj), 9)).decode()
+
+
+def memo_bomb_cases(n: int) -> list[dict[str, str]]:
+    """LiveCodeBench cases: one case referenced ``n`` times (a few bytes per reference pickled)."""
+    case = {"input": "1\n", "output": "1\n", "testtype": "stdin"}
+    return [case] * n
+
+
+def billion_laughs(levels: int = 40, width: int = 10) -> list:
+    """``width ** levels`` copies of an 8-character string in a few hundred pickled bytes."""
+    value: Any = ["x" * 8] * width
+    for _ in range(levels):
+        value = [value] * width
+    return value
+
+
+def zlib_bomb(size: int) -> str:
+    """base64 of zlib data that inflates to ``size`` zero bytes."""
+    return base64.b64encode(zlib.compress(b"\0" * size, 9)).decode()
+
+
+def nested_json(depth: int) -> str:
+    """JSON text of lists nested ``depth`` deep."""
+    return "[" * depth + "]" * depth

@@ -154,3 +154,18 @@ def test_resume_after_a_kill_mid_write_gives_the_same_records(problem_sets, tmp_
     assert out.read_bytes() == reference.read_bytes()
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert len(ids) == len(set(ids)) > written_before
+
+
+def test_limit_lowers_a_budget_and_a_bad_one_is_a_usage_error(tmp_path):
+    from dataset_rows import CODEFORCES, rllm_cf_row, write_rows
+
+    rows = [rllm_cf_row(p) for p in CODEFORCES]
+    rows[0]["tests"] = rows[0]["tests"][:1]
+    src = write_rows(tmp_path / "cf.json", rows)
+    r = dataset_build(src, "--out", tmp_path / "p.jsonl", "--limit", "tests=1")
+    assert r.exit_code == 0, r.stderr
+    assert "over the tests budget of 1" in r.stderr and "--limit tests=N" in r.stderr
+    kept = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert kept and all(len(p["tests"]) == 1 for p in kept)
+    r = dataset_build(src, "--out", tmp_path / "q.jsonl", "--limit", "tests=lots")
+    assert r.exit_code == 2 and "NAME=N" in r.stderr

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import dataset_rows as own
 from mcoder.cli.app import app
+from mcoder.dataset import hub
 from mcoder.dataset.build import build
 from mcoder.dataset.config import BuildConfig
 from mcoder.dataset.hub import HubSpec
@@ -151,3 +152,14 @@ def test_offline_machine_exits_4_naming_the_dataset_and_the_setting(tmp_path):
     assert r.returncode == 4, r.stderr
     assert name in r.stderr and "HF_DATASETS_OFFLINE" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists() and not (tmp_path / "o.jsonl.meta.json").exists()
+
+
+def test_a_local_loading_script_folder_gets_a_hint_without_a_machine_path(tmp_path):
+    """The hint told to `hf download` the local folder, naming its path on this machine."""
+    folder = tmp_path / "myset"
+    folder.mkdir()
+    (folder / "myset.py").write_text("import datasets\n\nclass M(datasets.GeneratorBasedBuilder):\n    pass\n")
+    with pytest.raises(UsageError) as e:
+        hub.load(f"hf:{folder}")
+    assert "loading script" in e.value.message
+    assert str(tmp_path) not in e.value.hint and "hf download" not in e.value.hint

@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
         decontam_min_overlap: Annotated[
             float,
             typer.Option(
-                "--decontam-min-overlap", help="Share of a statement's n-grams that marks a benchmark match."
+                "--decontam-min-overlap",
+                help="Share of a benchmark statement's n-grams found in a problem that marks a match.",
             ),
         ] = 0.5,
         min_chars: Annotated[
@@ -128,11 +129,22 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--report", help="Build report (markdown; a .json twin is written beside)."),
         ] = None,
+        limit: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--limit",
+                metavar="NAME=N",
+                help="Raise or lower a budget on what one source row may expand to (repeatable): "
+                "row_bytes, json_file_bytes, decompressed_bytes, decoded_size, depth, int_digits, tests, "
+                "test_bytes, problem_bytes. Rows over one are skipped, warned about and counted.",
+            ),
+        ] = None,
         quiet: Quiet = False,
         overwrite: Overwrite = False,
     ) -> None:
         """Turn problem sources into one problems.jsonl (mcoder Problem records)."""
         apply_quiet(quiet)
+        from mcoder.dataset.budget import Limits
         from mcoder.dataset.build import build as run_build
         from mcoder.dataset.config import BuildConfig
         from mcoder.dataset.filter.difficulty import parse_band
@@ -174,6 +186,7 @@ def register(app: typer.Typer) -> None:
             filter=filter_cfg,
             verify=verify_cfg,
             report=str(report) if report else None,
+            limits=Limits.parse(list(limit or [])),
         )
         tally = run_build(config)
         if config.out != "-":

@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import json
 import math
-import re
 from typing import Any
 
 from mcoder import safe_ast
+from mcoder.dataset.statement import skip_space
 from mcoder.records import Test
 
 
@@ -65,18 +65,43 @@ def check_tests(source: str, params: list[str] | None) -> list[Test]:
 
 def signature_params(code: str, fn_name: str) -> list[str] | None:
     """Parameter names of ``def fn_name(...)`` in (possibly body-less) starter code, less ``self``."""
-    m = re.search(rf"def\s+{re.escape(fn_name)}\s*\((.*?)\)\s*(?:->[^:]*)?:", code, re.DOTALL)
-    if not m:
+    params = _def_params(code, fn_name)
+    if params is None:
         return None
     try:
-        fn = safe_ast.parse(f"def _f({m.group(1)}): pass").body[0]
-    except SyntaxError:
+        fn = safe_ast.parse(f"def _f({params}): pass").body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     args = fn.args
     if args.vararg or args.kwarg or args.kwonlyargs:
         return None
     names = [a.arg for a in args.posonlyargs + args.args]
     return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
+def _def_params(code: str, fn_name: str) -> str | None:
+    """The text between the parentheses of the first ``def fn_name(...)`` header (closed by the
+    first ')' that a ':' follows, after an optional '-> annotation'), in one linear scan."""
+    pos = 0
+    while (start := code.find("def", pos)) != -1:
+        pos = start + 3
+        name = skip_space(code, pos)
+        if name == pos or not code.startswith(fn_name, name):
+            continue
+        paren = skip_space(code, name + len(fn_name))
+        if code.startswith("(", paren):
+            return _params_text(code, paren + 1)
+    return None
+
+
+def _params_text(code: str, start: int) -> str | None:
+    last_colon = code.rfind(":")
+    close = start - 1
+    while (close := code.find(")", close + 1)) != -1:
+        after = skip_space(code, close + 1)
+        if code.startswith(":", after) or (code.startswith("->", after) and last_colon > after):
+            return code[start:close]
+    return None
 
 
 def _check_function(tree: ast.Module) -> ast.FunctionDef:

@@ -43,7 +43,7 @@ PROBLEM_FIELDS = ("id", "source", "question", "tests")  # what an earlier output
 def build(config: BuildConfig) -> Tally:
     """Run the stages and write ``config.out``; returns the counts (also shown as tables)."""
     tally = Tally()
-    sources = find_sources(config.sources, tally)
+    sources = find_sources(config.sources, tally, config.limits)
     with claim_output(
         config.out,
         stage="dataset build",
@@ -61,7 +61,7 @@ def build(config: BuildConfig) -> Tally:
             return tally
         try:
             _run(config, sources, tally, resume=claim.resume)
-        except DataError:
+        except BaseException:  # bad data, a bug or an interrupt: an output holding nothing goes
             _forget(config.out)
             raise
         claim.mark_finished()
@@ -135,7 +135,7 @@ def _no_problems(sources: list[Source], convert: StageResult) -> DataError:
 
 
 def _forget(out: str) -> None:
-    """After bad input data: an output that holds nothing goes, with its settings record (one that
+    """After a failed build: an output that holds nothing goes, with its settings record (one that
     holds records stays, to be continued once the input is fixed, or started over)."""
     part = Path(out + ".part")
     if out == "-" or (part.exists() and part.stat().st_size):

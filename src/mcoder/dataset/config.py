@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mcoder.dataset.budget import Limits
 from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.verify import VerifyConfig
 from mcoder.errors import UsageError
@@ -30,6 +31,8 @@ class BuildConfig:
     """Run the reference solutions through the judge; None: no verify stage."""
     report: str | None = None
     """Write the build report here (markdown) and beside it as JSON; it never changes the data."""
+    limits: Limits = field(default_factory=Limits)
+    """Budgets on what a source row may expand to (rows over one are skipped and counted)."""
 
     def __post_init__(self) -> None:
         from mcoder.dataset.adapters import FORMATS
@@ -48,6 +51,8 @@ class BuildConfig:
         import dataclasses
 
         out = {"format": self.format, **dataclasses.asdict(self.filter)}
+        if self.limits != Limits():  # the defaults add nothing, so earlier outputs still resume
+            out["limits"] = dataclasses.asdict(self.limits)
         if self.verify is not None:
             v = dataclasses.asdict(self.verify)
             out |= {f"verify_{k}": v[k] for k in sorted(v) if k != "workers"}

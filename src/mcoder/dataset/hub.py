@@ -14,6 +14,7 @@ it downloads in its cache; with ``HF_DATASETS_OFFLINE=1`` it reads that cache on
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,12 +81,19 @@ def load(source: str) -> list[tuple[str | None, Any]]:
             raise
         raise UsageError(
             f"{source}: the dataset is a loading script, which this datasets version cannot run",
-            hint=f"download its data files (hf download {spec.name} --repo-type dataset) and give them "
-            "or their folder as SOURCE",
+            hint=_script_hint(spec.name),
         ) from None
     if isinstance(loaded, datasets.DatasetDict):
         return list(loaded.items())
     return [(spec.split, loaded)]
+
+
+def _script_hint(name: str) -> str:
+    """What to do instead of running a loading script; a local folder is not named again (the
+    message already says which source it is) and is not something to download."""
+    if os.path.exists(name) or name.startswith((".", "/", "~")):
+        return "give the data files the script reads, or a folder of them, as SOURCE"
+    return f"download its data files (hf download {name} --repo-type dataset) and give them or their folder as SOURCE"
 
 
 def _unreachable(spec: HubSpec, error: Exception, offline: bool) -> EnvironmentMissing:

@@ -1,8 +1,11 @@
 """Stages 3 and 4, filter and verify, over a stream of problems, keeping what the report needs.
 
 ``Refiner`` runs the filter steps (and verify) over the problems a build converted, a chunk at a
-time so that a large set never sits in memory whole, except when dedup is on: duplicates can be
-anywhere, so dedup sees every problem at once. Verify hands its problems on a batch at a time,
+time so that a large set never sits in memory whole. Dedup must see every problem before it can
+say which of a cluster stays, so with dedup on the steps before it run chunk by chunk while the
+problems they keep go to a temporary file and only their keys (``dedup.Keys``: digests and a
+MinHash signature, a few hundred bytes each) stay in memory; then dedup decides over the keys,
+and the file is read back through the steps after it. Verify hands its problems on a batch at a time,
 as they are decided. The stage results of the chunks add up into one per stage, and the
 histograms of the problems going in and coming out are kept for the report.
 
@@ -15,13 +18,18 @@ histograms of the problems going in and coming out are kept for the report.
 from __future__ import annotations
 
 import itertools
+import tempfile
+import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from mcoder.dataset.filter.steps import FilterConfig, filter_steps, run_steps
+import orjson
+
+from mcoder.dataset.filter.steps import FilterConfig, filter_steps, run_steps, split_steps
 from mcoder.dataset.report import Histograms, StageResult, build_report
 from mcoder.dataset.verify import VerifyConfig, verify_batches
-from mcoder.records import Problem
+from mcoder.jsonl import dumps
+from mcoder.records import Problem, from_dict
 
 CHUNK = 512  # problems filtered and verified together when no step needs the whole set
 
@@ -40,6 +48,7 @@ class Refiner:
     ):
         self.filter_cfg, self.verify_cfg, self.done = filter_cfg, verify_cfg, done
         self.steps = filter_steps(filter_cfg)  # benchmark and verdict files are read here, up front
+        self._before_dedup, self._after_dedup = split_steps(filter_cfg) if filter_cfg.dedup else ([], [])
         self.results: dict[str, StageResult] = {}
         self.before, self.after = Histograms(), Histograms()
         self._judge = None
@@ -67,10 +76,46 @@ class Refiner:
 
     def run(self, problems: Iterable[Problem]) -> Iterator[Problem]:
         """The problems that pass every step, in input order."""
-        for chunk in _chunks(problems, None if self.filter_cfg.dedup else CHUNK):
+        if not self.filter_cfg.dedup:
+            yield from self._refine(problems, self.steps)
+            return
+        with tempfile.TemporaryFile(prefix="mcoder-dedup-") as spill:
+            removed = self._dedup(problems, spill)
+            spill.seek(0)
+            survivors = (p for i, p in enumerate(_read_back(spill)) if i not in removed)
+            yield from self._refine(survivors, self._after_dedup, counted=True)
+
+    def _dedup(self, problems: Iterable[Problem], spill) -> Collection[int]:
+        """Run the steps before dedup, spill what they keep, and return the positions dedup removes."""
+        from mcoder.dataset.filter.dedup import Signer, plan, result
+
+        signer, keys, seconds = Signer(), [], 0.0
+        for chunk in _chunks(problems, CHUNK):
             for p in chunk:
                 self.before.add(p)
-            kept, results = run_steps(chunk, self.steps, self._advance)
+            kept, results = run_steps(chunk, self._before_dedup, self._advance)
+            for r in results:
+                self._add(r)
+            start = time.perf_counter()
+            for p in kept:
+                keys.append(signer.keys(p))
+                spill.write(dumps(p))
+            seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        threshold = self.filter_cfg.dedup_threshold
+        removed, notes = plan(keys, threshold)
+        stage = result(len(keys), removed, notes, threshold, signer.shingle_words)
+        stage.seconds = seconds + time.perf_counter() - start
+        self._add(stage)
+        self._advance(stage)
+        return removed
+
+    def _refine(self, problems: Iterable[Problem], steps, counted: bool = False) -> Iterator[Problem]:
+        for chunk in _chunks(problems, CHUNK):
+            if not counted:
+                for p in chunk:
+                    self.before.add(p)
+            kept, results = run_steps(chunk, steps, self._advance)
             for r in results:
                 self._add(r)
             batches = [(kept, None)]
@@ -105,12 +150,12 @@ class Refiner:
         return build_report(inputs, [*upstream, *self.stages()], self.before.to_dict(), self.after.to_dict())
 
 
-def _chunks(items: Iterable[Problem], size: int | None) -> Iterator[list[Problem]]:
-    if size is None:
-        chunk = list(items)
-        if chunk:
-            yield chunk
-        return
+def _read_back(spill) -> Iterator[Problem]:
+    for line in spill:
+        yield from_dict(Problem, orjson.loads(line))
+
+
+def _chunks(items: Iterable[Problem], size: int) -> Iterator[list[Problem]]:
     it = iter(items)
     while True:
         chunk: list[Problem] = []

@@ -13,14 +13,16 @@ import contextlib
 import gzip
 import os
 import sys
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from mcoder.dataset import hub
+from mcoder.dataset.budget import DEFAULT, Limits, OverBudget
 from mcoder.errors import DataError, UsageError
 from mcoder.outputs import SIDECAR_SUFFIX
 
@@ -40,6 +42,7 @@ class RowRef:
     index: int  # 0-based position in the file (or in the split)
     line: int | None = None  # 1-based line, for JSONL
     split: str | None = None  # the split of a saved DatasetDict
+    limits: Limits = DEFAULT  # the budgets the row's decoders count against
 
     def where(self) -> str:
         if self.line is not None:
@@ -65,6 +68,8 @@ class Source:
     path: str  # as the user named it (or joined under a named folder)
     kind: str  # jsonl | json | parquet | saved | hub
     splits: tuple = field(default=(), compare=False, repr=False)  # hub: the loaded (split, Dataset) pairs
+    label: str | None = field(default=None, compare=False)  # the id prefix of its id-less rows (``labelled``)
+    limits: Limits = field(default=DEFAULT, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -72,17 +77,15 @@ class Source:
 
     @property
     def stem(self) -> str:
+        if self.label:
+            return self.label
         if self.path == STDIN:
             return "stdin"
         if self.kind == "hub":
             return hub.HubSpec.parse(self.path).stem
-        name = self.name
-        for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return name
+        return _strip_suffix(self.name)
 
-    def rows(self) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    def rows(self) -> Iterator[tuple[RowRef, dict[str, Any] | Unread]]:
         reader = {
             "jsonl": _jsonl_rows,
             "json": _json_rows,
@@ -90,7 +93,10 @@ class Source:
             "saved": _saved_rows,
             "hub": _hub_rows,
         }
-        return reader[self.kind](self)
+        try:
+            yield from reader[self.kind](self)
+        except Exception as e:  # noqa: BLE001 - sorted in _unreadable; the rest goes on unchanged
+            raise _unreadable(self.path, e) from None
 
     def count(self) -> int | None:
         """The number of rows where it is cheap to know (for the progress bar)."""
@@ -99,8 +105,30 @@ class Source:
         if self.kind == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.ParquetFile(self.path).metadata.num_rows
+            try:
+                return pq.ParquetFile(self.path).metadata.num_rows
+            except Exception as e:  # noqa: BLE001 - sorted in _unreadable
+                raise _unreadable(self.path, e) from None
         return None
+
+
+def _unreadable(path: str, e: Exception) -> Exception:
+    """A file that cannot be read as its kind (cut short, not gzip, not parquet) is bad input
+    naming the file; a DataError about a row, or anything else, goes on as it is."""
+    if isinstance(e, MemoryError):
+        return DataError(
+            "not enough memory to read the file",
+            path=path,
+            hint="run with more memory, or skip long rows with --limit row_bytes=N",
+        )
+    broken = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+    if isinstance(e, DataError) or not (isinstance(e, broken) or type(e).__module__.startswith("pyarrow")):
+        return e
+    return DataError(
+        f"cannot read the file ({type(e).__name__}: {e})"[:400],
+        path=path,
+        hint="check that the file is whole and in the format its name says",
+    )
 
 
 def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
@@ -121,10 +149,40 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
         path = Path(p)
         if not path.exists():
             raise UsageError(
-                f"no such file or folder: {p}", hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})"
+                f"no such file or folder: {p}",
+                hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})",
             )
         _expand_one(str(p), sources, ignored)
     return sources, ignored
+
+
+def labelled(sources: list[Source], limits: Limits = DEFAULT) -> list[Source]:
+    """``sources`` with the budgets and each one's label: the start of the ids derived for rows
+    without one. A file's label is its path relative to the folder holding every source file,
+    less the data suffix (``splitA/codeforces`` and ``splitB/codeforces``, never ``codeforces``
+    twice); one file alone keeps its stem, as before. Labels that would still be equal
+    (``a.json`` beside ``a.jsonl``) keep their suffix."""
+    files = [s for s in sources if s.kind != "hub" and s.path != STDIN]
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(s.path)) for s in files]) if files else ""
+    rel = {s.path: Path(os.path.relpath(os.path.abspath(s.path), root)).as_posix() for s in files}
+    bare = {p: _strip_suffix(r) for p, r in rel.items()}
+    counts: dict[str, int] = {}
+    for b in bare.values():
+        counts[b] = counts.get(b, 0) + 1
+    out = []
+    for s in sources:
+        label = None
+        if s.path in rel:
+            label = bare[s.path] if counts[bare[s.path]] == 1 else rel[s.path]
+        out.append(replace(s, label=label, limits=limits))
+    return out
+
+
+def _strip_suffix(name: str) -> str:
+    for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -> None:
@@ -169,26 +227,63 @@ def _open(path: str):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+class Unread:
+    """A row left unread because it is over a budget (it stands in the place of its data)."""
+
+    def __init__(self, skip: OverBudget):
+        self.skip = skip
+
+
+def _jsonl_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any] | Unread]]:
     index = 0
     name = "<stdin>" if src.path == STDIN else src.path
     with _open(src.path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
+        for lineno, raw, size in _lines(f, src.limits.row_bytes):
+            if raw is not None and (not raw or raw.isspace()):  # isspace: no copy of a long line
                 continue
-            ref = RowRef(name, src.stem, index, line=lineno)
-            yield ref, _as_row(_loads(raw, ref), ref)
+            ref = RowRef(name, src.stem, index, line=lineno, limits=src.limits)
+            if raw is None:
+                yield ref, Unread(OverBudget("row_bytes", src.limits.row_bytes, size))
+            else:
+                try:
+                    row = _loads(raw, ref)
+                except MemoryError:
+                    raise _no_memory(ref, len(raw)) from None
+                yield ref, _as_row(row, ref)
             index += 1
 
 
+def _lines(f, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, line, size) of each line, reading at most ``limit`` + 1 bytes at a time: a
+    longer line is passed over in pieces and comes as (number, None, its size)."""
+    lineno = 0
+    while raw := f.readline(limit + 1):
+        lineno += 1
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield lineno, raw, len(raw)
+            continue
+        size = len(raw)
+        while raw and not raw.endswith(b"\n"):
+            raw = f.readline(1 << 20)
+            size += len(raw)
+        yield lineno, None, size
+
+
 def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
+    limit = src.limits.json_file_bytes
     with _open(src.path) as f:
-        data = f.read()
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise DataError(
+            f"over the json_file_bytes budget of {limit:,} bytes (a JSON file is read whole)",
+            path=src.path,
+            hint="save the rows as JSONL (read a line at a time), or raise --limit json_file_bytes=N",
+        )
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         if data.lstrip().startswith(b"{"):  # JSONL under a .json name
-            yield from _jsonl_rows(Source(src.path, "jsonl"))
+            yield from _jsonl_rows(replace(src, kind="jsonl"))
             return
         bad = _not_utf8(data)
         if bad is None:
@@ -197,7 +292,7 @@ def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
         raise DataError(bad[1], path=src.path, line=line, hint=_UTF8_HINT) from None
     rows = obj if isinstance(obj, list) else [obj]
     for index, row in enumerate(rows):
-        ref = RowRef(src.path, src.stem, index)
+        ref = RowRef(src.path, src.stem, index, limits=src.limits)
         yield ref, _as_row(row, ref)
 
 
@@ -207,7 +302,7 @@ def _parquet_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     index = 0
     for batch in pq.ParquetFile(src.path).iter_batches(batch_size=256):
         for row in batch.to_pylist():
-            yield RowRef(src.path, src.stem, index), row
+            yield RowRef(src.path, src.stem, index, limits=src.limits), row
             index += 1
 
 
@@ -226,7 +321,7 @@ def _hub_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
 def _dataset_rows(src: Source, splits) -> Iterator[tuple[RowRef, dict[str, Any]]]:
     for split, ds in splits:
         for index, row in enumerate(ds):
-            yield RowRef(src.path, src.stem, index, split=split), row
+            yield RowRef(src.path, src.stem, index, split=split, limits=src.limits), row
 
 
 def _loads(raw: bytes, ref: RowRef) -> Any:
@@ -236,11 +331,20 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
         bad = _not_utf8(raw)
         if bad is not None:
             raise ref.error(bad[1], hint=_UTF8_HINT) from None
+        if "memory" in str(e).lower():
+            raise _no_memory(ref, len(raw)) from None
         # orjson counts lines within the row, which is line 1 of itself: say only the column.
         raise ref.error(f"invalid JSON ({str(e).replace('line 1 column', 'column')})") from None
 
 
 _UTF8_HINT = "save the file as UTF-8"
+
+
+def _no_memory(ref: RowRef, size: int) -> DataError:
+    return ref.error(
+        f"not enough memory to read this row of {size:,} bytes (it was not checked as JSON)",
+        hint="run with more memory, or skip rows this long with --limit row_bytes=N",
+    )
 
 
 def _not_utf8(data: bytes) -> tuple[int, str] | None:

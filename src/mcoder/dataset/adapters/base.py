@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcoder.dataset.fields import Skip
+from mcoder.dataset.fields import OverBudget, Skip
 from mcoder.dataset.sources import RowRef
 from mcoder.records import Problem, Test
 
@@ -35,10 +35,17 @@ def provenance(ref: RowRef, **extra: Any) -> dict[str, Any]:
     return meta
 
 
+def test_count(n: int, ref: RowRef, field: str) -> None:
+    """Stop before building more tests than the budget allows (``check_problem`` checks again)."""
+    if n > ref.limits.tests:
+        raise OverBudget("tests", ref.limits.tests, n, field)
+
+
 def stdin_tests(inputs: Any, outputs: Any, ref: RowRef, field: str) -> list[Test]:
     """stdin tests from parallel lists of inputs and outputs (a list of lines counts as text)."""
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field=field)
+    test_count(len(inputs), ref, field)
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     return [
@@ -55,9 +62,40 @@ def _text(value: Any, ref: RowRef, field: str) -> str:
     raise ref.error(f"expected text, got {type(value).__name__}", field=field)
 
 
-def json_arguments(args: Any) -> str:
+def json_arguments(args: list[Any], ref: RowRef, field: str) -> str:
     """Positional arguments as JSON values, one per line (the call-test input)."""
-    return "\n".join(json.dumps(a) for a in args)
+    return "\n".join(json_dump(a, ref, f"{field}[{i}]") for i, a in enumerate(args))
+
+
+def json_dump(value: Any, ref: RowRef, field: str) -> str:
+    """``value`` as standard JSON text (no NaN or Infinity, integers within the digit budget)."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError as e:
+        if "digits" in str(e):
+            raise OverBudget("int_digits", ref.limits.int_digits, None, field) from None
+        raise ref.error(f"cannot be written as JSON ({e})", field=field) from None
+    except TypeError as e:
+        raise ref.error(f"cannot be written as JSON ({e})", field=field) from None
+
+
+def ident(value: Any, ref: RowRef, field: str) -> str:
+    """A problem id from a source field: text or an integer, never empty."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ref.error(f"expected an id (text or an integer), got {type(value).__name__}", field=field)
+    text = str(value)
+    if not text.strip():
+        raise ref.error("empty id", field=field, hint="give the row an id, or leave the field out")
+    return text
+
+
+def as_dict(value: Any, ref: RowRef, field: str) -> dict[str, Any]:
+    """A field that must be an object once decoded (absent or null: an empty one)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ref.error(f"expected an object, got {type(value).__name__}", field=field)
+    return value
 
 
 def keep_references(codes: list[Any]) -> list[str]:

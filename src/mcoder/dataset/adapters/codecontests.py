@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance, stdin_tests
+from mcoder.dataset.adapters.base import (
+    Adapter,
+    as_dict,
+    ident,
+    keep_references,
+    provenance,
+    stdin_tests,
+    test_count,
+)
 from mcoder.dataset.fields import Skip, json_value, need
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import difficulty_label, limits
@@ -64,10 +72,11 @@ def difficulty_of(label: Any) -> tuple[str | None, str | None]:
 
 def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
     question = need(row, "content", ref)
-    labels = json_value(need(row, "labels", ref, (str, dict)), ref, "labels")
+    labels = as_dict(json_value(need(row, "labels", ref, (str, dict)), ref, "labels"), ref, "labels")
     cases = json_value(need(row, "test", ref, (str, list)), ref, "test")
     if not isinstance(cases, list):
         raise ref.error("expected a list of tests", field="test")
+    test_count(len(cases), ref, "test")
     tests = []
     for i, case in enumerate(cases):
         try:
@@ -78,14 +87,22 @@ def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
         raise Skip("no tests")
     difficulty, original = difficulty_of(labels.get("difficulty"))
     return Problem(
-        id=str(labels.get("name") or ref.derived_id()),
+        id=ident(labels["name"], ref, "labels.name") if labels.get("name") else ref.derived_id(),
         source=SOURCE,
         question=question,
         tests=tests,
-        platform=(labels.get("source") or "").lower() or None,
+        platform=labels["source"].lower() or None if isinstance(labels.get("source"), str) else None,
         difficulty=difficulty,
         meta=provenance(ref, source_difficulty=original, **limits(question)),
     )
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (int, str, float, type(None)))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e18
 
 
 def _convert_rllm(row: dict[str, Any], ref: RowRef) -> Problem:
@@ -110,29 +127,41 @@ def _convert_deepmind(row: dict[str, Any], ref: RowRef) -> Problem:
         if not isinstance(block, dict):
             raise ref.error("expected {input: [...], output: [...]}", field=field)
         tests += stdin_tests(block.get("input"), block.get("output"), ref, field)
+        test_count(len(tests), ref, field)
     if not tests:
         raise Skip("no tests")
     rating = row.get("cf_rating") or None
-    difficulty, original = difficulty_of(_DIFFICULTIES.get(row.get("difficulty"), row.get("difficulty")))
-    limit = row.get("time_limit") or {}
-    solutions = row.get("solutions") or {}
-    python3 = [
-        s for lang, s in zip(solutions.get("language", []), solutions.get("solution", [])) if lang == _PYTHON3
-    ]
+    if not isinstance(rating, (int, float, str, type(None))) or isinstance(rating, bool):
+        raise ref.error(f"expected a rating, got {type(rating).__name__}", field="cf_rating")
+    level, source = row.get("difficulty"), row.get("source")
+    for name, value in (("difficulty", level), ("source", source)):
+        if not _hashable(value):
+            raise ref.error(f"expected an enum code or a label, got {type(value).__name__}", field=name)
+    difficulty, original = difficulty_of(_DIFFICULTIES.get(level, level))
+    limit = as_dict(row.get("time_limit") or None, ref, "time_limit")
+    solutions = as_dict(row.get("solutions") or None, ref, "solutions")
+    languages, codes = solutions.get("language") or [], solutions.get("solution") or []
+    if not isinstance(languages, list) or not isinstance(codes, list):
+        raise ref.error("expected {language: [...], solution: [...]}", field="solutions")
+    python3 = [s for lang, s in zip(languages, codes) if lang == _PYTHON3]
+    memory = row.get("memory_limit_bytes")
+    seconds, nanos = limit.get("seconds", 0), limit.get("nanos", 0)
+    if not all(_number(v) for v in (seconds, nanos)) or (memory and not _number(memory)):
+        raise ref.error("expected numbers in time_limit and memory_limit_bytes", field="time_limit")
     return Problem(
-        id=str(need(row, "name", ref)),
+        id=ident(need(row, "name", ref, (str, int)), ref, "name"),
         source=SOURCE,
         question=need(row, "description", ref),
         tests=tests,
-        platform=_SOURCES.get(row.get("source")),
+        platform=_SOURCES.get(source),
         difficulty=str(rating) if rating else difficulty,
         reference_solutions=keep_references(python3),
         meta=provenance(
             ref,
             source_difficulty=original,
-            public_tests=len((row.get("public_tests") or {}).get("input", [])),
-            time_limit_s=(limit.get("seconds", 0) + limit.get("nanos", 0) / 1e9) if limit else None,
-            memory_limit_mb=row["memory_limit_bytes"] / 1e6 if row.get("memory_limit_bytes") else None,
+            public_tests=len((row.get("public_tests") or {}).get("input") or []),
+            time_limit_s=(seconds + nanos / 1e9) if limit else None,
+            memory_limit_mb=memory / 1e6 if memory else None,
             tags=row.get("cf_tags") or None,
         ),
     )

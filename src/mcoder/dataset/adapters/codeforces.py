@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, provenance
+from mcoder.dataset.adapters.base import Adapter, ident, provenance, test_count
 from mcoder.dataset.fields import Skip, need
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import limits
@@ -20,8 +20,10 @@ def detect(row: dict[str, Any]) -> bool:
 
 
 def convert(row: dict[str, Any], ref: RowRef) -> Problem:
+    cases = need(row, "tests", ref, list)
+    test_count(len(cases), ref, "tests")
     tests = []
-    for i, case in enumerate(need(row, "tests", ref, list)):
+    for i, case in enumerate(cases):
         if not (
             isinstance(case, dict)
             and isinstance(case.get("input"), str)
@@ -33,7 +35,7 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
         raise Skip("no tests")
     question = need(row, "problem", ref).strip()
     return Problem(
-        id=str(row.get("id") or ref.derived_id()),
+        id=ident(row["id"], ref, "id") if row.get("id") else ref.derived_id(),
         source=SOURCE,
         question=question,
         tests=tests,

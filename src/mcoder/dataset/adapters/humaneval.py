@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mcoder import safe_ast
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
-from mcoder.dataset.fields import need
+from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
+from mcoder.dataset.fields import need, text
 from mcoder.dataset.sources import RowRef
 from mcoder.records import Problem, Test
 
@@ -43,9 +43,9 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
     prompt = need(row, "prompt", ref)
     entry_point = need(row, "entry_point", ref)
     test = need(row, "test", ref)
-    solution = row.get("canonical_solution") or ""
+    solution = text(row, "canonical_solution", ref) or ""
     return Problem(
-        id=str(need(row, "task_id", ref, (str, int))),
+        id=ident(need(row, "task_id", ref, (str, int)), ref, "task_id"),
         source=SOURCE,
         question=prompt,
         tests=[Test(input=_helpers(prompt, entry_point, ref) + test, output="", kind="functional")],
@@ -62,6 +62,8 @@ def _helpers(prompt: str, entry_point: str, ref: RowRef) -> str:
         tree = safe_ast.parse(prompt)
     except SyntaxError as e:
         raise ref.error(f"not Python: {e.msg} (line {e.lineno})", field="prompt") from None
+    except ValueError as e:  # a null byte
+        raise ref.error(f"not Python: {e}", field="prompt") from None
     lines = prompt.splitlines(keepends=True)
     kept = [
         "".join(lines[_first_line(node) - 1 : node.end_lineno])

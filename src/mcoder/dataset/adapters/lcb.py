@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.adapters.base import Adapter, as_dict, ident, keep_references, provenance, test_count
 from mcoder.dataset.fields import Skip, json_or_compressed, json_value, need, text
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import day, difficulty_label, lcb_prompt_parts
@@ -36,7 +36,7 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
 
 
 def _convert_lcb(row: dict[str, Any], ref: RowRef) -> Problem:
-    qid = need(row, "question_id", ref, (str, int))
+    qid = ident(need(row, "question_id", ref, (str, int)), ref, "question_id")
     public = _cases(row.get("public_test_cases") or "[]", ref, "public_test_cases")
     private = _cases(row.get("private_test_cases") or "[]", ref, "private_test_cases")
     metadata = json_value(row.get("metadata") or "{}", ref, "metadata")
@@ -47,7 +47,7 @@ def _convert_lcb(row: dict[str, Any], ref: RowRef) -> Problem:
     if any(t.kind == "call" for t in tests) and not fn_name:
         raise ref.error("call-based tests but no function name", field="metadata.func_name")
     return Problem(
-        id=str(qid),
+        id=qid,
         source=SOURCE,
         question=need(row, "question_content", ref),
         tests=tests,
@@ -66,6 +66,7 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
     cases = json_or_compressed(value, ref, field)
     if not isinstance(cases, list):
         raise ref.error("expected a list of test cases", field=field)
+    test_count(len(cases), ref, field)
     tests = []
     for i, case in enumerate(cases):
         where = f"{field}[{i}]"
@@ -75,7 +76,8 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
             or not isinstance(case.get("output"), str)
         ):
             raise ref.error("expected {input, output, testtype} with text input and output", field=where)
-        kind = _KINDS.get(case.get("testtype", "stdin"))
+        testtype = case.get("testtype", "stdin")
+        kind = _KINDS.get(testtype) if isinstance(testtype, str) else None
         if kind is None:
             raise ref.error(
                 f"unknown testtype {case.get('testtype')!r} (known: stdin, functional)", field=where
@@ -85,7 +87,7 @@ def _cases(value: Any, ref: RowRef, field: str) -> list[Test]:
 
 
 def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
-    labels = json_value(need(row, "labels", ref, (str, dict)), ref, "labels")
+    labels = as_dict(json_value(need(row, "labels", ref, (str, dict)), ref, "labels"), ref, "labels")
     blob = json_or_compressed(need(row, "test", ref), ref, "test")
     io = json_value(blob.get("input_output"), ref, "test.input_output") if isinstance(blob, dict) else None
     if not isinstance(io, dict):
@@ -93,19 +95,24 @@ def _convert_sandboxfusion(row: dict[str, Any], ref: RowRef) -> Problem:
     inputs, outputs, fn_name = io.get("inputs"), io.get("outputs"), io.get("fn_name")
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field="test.input_output")
+    test_count(len(inputs), ref, "test")
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     if not inputs:
         raise Skip("no tests")
     kind = "call" if fn_name else "stdin"
-    tests = [Test(input=str(i), output=str(o), kind=kind) for i, o in zip(inputs, outputs)]
+    tests = []
+    for n, (i, o) in enumerate(zip(inputs, outputs)):
+        if not isinstance(i, str) or not isinstance(o, str):
+            raise ref.error("expected text inputs and outputs", field=f"test.input_output[{n}]")
+        tests.append(Test(input=i, output=o, kind=kind))
     question, starter = lcb_prompt_parts(need(row, "content", ref))
     return Problem(
-        id=str(labels.get("task_id") or ref.derived_id()),
+        id=ident(labels["task_id"], ref, "labels.task_id") if labels.get("task_id") else ref.derived_id(),
         source=SOURCE,
         question=question,
         tests=tests,
-        platform=labels.get("category"),
+        platform=labels.get("category") if isinstance(labels.get("category"), str) else None,
         difficulty=difficulty_label(labels.get("difficulty")),
         starter_code=starter,
         fn_name=fn_name or None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcoder.bench import lcb_results
 from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
-from mcoder.dataset.fields import need, text
+from mcoder.dataset.fields import json_value, need, text
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import day, difficulty_label
 from mcoder.records import Problem
@@ -28,7 +28,7 @@ def detect(row: dict[str, Any]) -> bool:
 
 
 def convert(row: dict[str, Any], ref: RowRef) -> Problem:
-    entry = lcb_results.entry(row, ref.path, ref.index + 1)
+    entry = lcb_results.entry(_decoded_metadata(row, ref), ref.path, ref.index + 1)
     accepted = [code for code, ok in zip(entry.code_list, entry.graded_list, strict=True) if ok]
     graded = entry.graded_list
     return Problem(
@@ -49,6 +49,17 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
             lcb_samples=len(graded),
         ),
     )
+
+
+def _decoded_metadata(row: dict[str, Any], ref: RowRef) -> dict[str, Any]:
+    """The row with each output's metadata (JSON text) decoded within the budgets, so that the
+    results-file reader sees plain values only."""
+    metadata = row.get("metadata")
+    if metadata is None:
+        return row
+    if not isinstance(metadata, list):
+        raise ref.error(f"expected a list, got {type(metadata).__name__}", field="metadata")
+    return row | {"metadata": [json_value(m, ref, f"metadata[{i}]") for i, m in enumerate(metadata)]}
 
 
 ADAPTER = Adapter(

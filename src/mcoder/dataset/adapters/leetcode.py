@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
 from mcoder.dataset.asserts import check_tests, signature_params, split_invocation
 from mcoder.dataset.fields import need
 from mcoder.dataset.sources import RowRef
@@ -34,16 +34,18 @@ def convert(row: dict[str, Any], ref: RowRef) -> Problem:
         check_source, fn_name = split_invocation(source)
     except SyntaxError as e:
         raise ref.error(f"not Python: {e.msg} (line {e.lineno})", field=field) from None
+    except ValueError as e:  # a null byte
+        raise ref.error(f"not Python: {e}", field=field) from None
     if not fn_name:
         raise ref.error("no trailing check(Solution().name) call to tell the function", field=field)
     question, starter = leetcode_prompt_parts(need(row, "problem", ref))
     try:
         tests = check_tests(check_source, signature_params(starter, fn_name))
-    except ValueError as e:
+    except (ValueError, SyntaxError) as e:
         raise ref.error(str(e), field=field) from None
     solutions = row.get("solutions")
     return Problem(
-        id=str(row.get("id") or ref.derived_id()),
+        id=ident(row["id"], ref, "id") if row.get("id") else ref.derived_id(),
         source=SOURCE,
         question=question,
         tests=tests,

@@ -9,12 +9,20 @@ of a problem is such a one-element list it is unwrapped, as the harness would co
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 from urllib.parse import urlparse
 
-from mcoder.dataset.adapters.base import Adapter, json_arguments, keep_references, provenance, stdin_tests
+from mcoder.dataset.adapters.base import (
+    Adapter,
+    ident,
+    json_arguments,
+    json_dump,
+    keep_references,
+    provenance,
+    stdin_tests,
+    test_count,
+)
 from mcoder.dataset.fields import Skip, json_value, need, text
 from mcoder.dataset.sources import RowRef
 from mcoder.dataset.statement import day, difficulty_label
@@ -42,10 +50,17 @@ def convert_taco(row: dict[str, Any], ref: RowRef) -> Problem:
 
 def convert_apps(row: dict[str, Any], ref: RowRef) -> Problem:
     url = text(row, "url", ref) or ""
-    host = urlparse(url).netloc.lower().split(".")
+    try:
+        host = urlparse(url).netloc.lower().split(".")
+    except ValueError as e:
+        raise ref.error(f"not a URL ({e})", field="url") from None
     platform = (host[-2] if len(host) >= 2 else None) if url else None
     problem = _convert(
-        row, ref, source="apps", pid=str(need(row, "problem_id", ref, (int, str))), platform=platform
+        row,
+        ref,
+        source="apps",
+        pid=ident(need(row, "problem_id", ref, (int, str)), ref, "problem_id"),
+        platform=platform,
     )
     if url:
         problem.meta["url"] = url
@@ -57,6 +72,10 @@ def _convert(row: dict[str, Any], ref: RowRef, *, source: str, pid: str, platfor
     if not isinstance(io, dict):
         raise ref.error("expected {inputs, outputs, fn_name?}", field="input_output")
     fn_name = io.get("fn_name") or None
+    if fn_name is not None and not isinstance(fn_name, str):
+        raise ref.error(
+            f"expected a function name, got {type(fn_name).__name__}", field="input_output.fn_name"
+        )
     inputs, outputs = io.get("inputs", []), io.get("outputs", [])
     tests = (
         _call_tests(inputs, outputs, ref) if fn_name else stdin_tests(inputs, outputs, ref, "input_output")
@@ -81,6 +100,7 @@ def _convert(row: dict[str, Any], ref: RowRef, *, source: str, pid: str, platfor
 def _call_tests(inputs: Any, outputs: Any, ref: RowRef) -> list[Test]:
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ref.error("expected lists of inputs and outputs", field="input_output")
+    test_count(len(inputs), ref, "input_output")
     if len(inputs) != len(outputs):
         raise Skip("inputs and outputs differ in count")
     wrapped = all(isinstance(o, list) and len(o) == 1 for o in outputs)
@@ -89,7 +109,11 @@ def _call_tests(inputs: Any, outputs: Any, ref: RowRef) -> list[Test]:
         if not isinstance(args, list):
             raise ref.error("expected the list of arguments of a call", field=f"input_output.inputs[{i}]")
         tests.append(
-            Test(input=json_arguments(args), output=json.dumps(out[0] if wrapped else out), kind="call")
+            Test(
+                input=json_arguments(args, ref, f"input_output.inputs[{i}]"),
+                output=json_dump(out[0] if wrapped else out, ref, f"input_output.outputs[{i}]"),
+                kind="call",
+            )
         )
     return tests
 
@@ -98,7 +122,9 @@ def _limits(row: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for field, key in (("time_limit", "time_limit_s"), ("memory_limit", "memory_limit_mb")):
         value = row.get(field)
-        m = _NUMBER.search(str(value)) if value else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(float(value)) if abs(value) < 1e18 else None
+        m = _NUMBER.search(value) if isinstance(value, str) else None
         if m:
             try:
                 meta[key] = float(m.group(1))

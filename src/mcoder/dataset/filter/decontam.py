@@ -1,12 +1,17 @@
 """Decontamination: remove training problems that a benchmark already holds.
 
 A problem is contaminated when its statement shares enough word n-grams (13 by default, the
-size GPT-3 and most later reports use) with one benchmark statement, or when its test set equals
-a benchmark problem's. One shared n-gram is not enough here: statements repeat boilerplate such
-as "the first line contains a single integer t the number of test cases", so the share of the
-shorter statement's n-grams that match must reach ``min_overlap`` (default 0.5: distinct
-Codeforces problems in ../shared/data share up to about 0.3 of their 13-grams in boilerplate,
-while a lightly reworded copy keeps well over half). Each removal names the benchmark problem it
+size GPT-3 and most later reports use) with one benchmark statement, when its normalised
+statement equals one, or when its test set equals a benchmark problem's. Statements are read
+through ``dedup.normalise``, so invisible characters, accents and look-alike letters planted in
+a copy change nothing. One shared n-gram is not enough: statements repeat boilerplate such as
+"the first line contains a single integer t the number of test cases", so the share of the
+benchmark statement's n-grams found in the problem must reach ``min_overlap`` (default 0.5:
+distinct Codeforces problems in ../shared/data share up to about 0.3 of their 13-grams in
+boilerplate, while a lightly reworded copy keeps well over half). The share is of the benchmark
+side, counted as at least ``MIN_BENCH_NGRAMS``: a short benchmark row (a line of boilerplate)
+cannot mark every problem that contains it; a short benchmark statement copied whole is still
+caught by the exact match. Each removal names the benchmark problem it
 matched and the share. Benchmark files may be mcoder problems or any source format the adapters
 read.
 """
@@ -18,9 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcoder.dataset.filter.dedup import testset_signature, words
+from mcoder.dataset.filter.dedup import normalise, testset_signature, words
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.records import Problem
+
+MIN_BENCH_NGRAMS = 50  # about 60 words: shorter benchmark statements count as this long
 
 
 def ngrams(text: str, n: int) -> set[int]:
@@ -43,6 +50,7 @@ class BenchIndex:
     sizes: list[int] = field(default_factory=list)
     by_gram: dict[int, list[int]] = field(default_factory=dict)
     by_tests: dict[str, int] = field(default_factory=dict)
+    by_statement: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def build(cls, bench: Iterable[tuple[str, Problem]], n: int = 13) -> BenchIndex:
@@ -58,6 +66,8 @@ class BenchIndex:
             sig = testset_signature(p)
             if sig is not None:
                 index.by_tests.setdefault(sig, k)
+            if words(p.question):
+                index.by_statement.setdefault(normalise(p.question), k)
         return index
 
     def match(self, problem: Problem, min_overlap: float) -> dict | None:
@@ -68,11 +78,16 @@ class BenchIndex:
             if g in self.by_gram:  # most n-grams of a training problem are in no benchmark
                 shared.update(self.by_gram[g])
         if shared:
-            # Most shared n-grams first; ties go to the earlier benchmark problem (deterministic).
-            k, count = min(shared.items(), key=lambda kv: (-kv[1], kv[0]))
-            overlap = count / max(1, min(len(grams), self.sizes[k]))
+            # The largest share of a benchmark statement; ties go to the earlier one (deterministic).
+            k, overlap = min(
+                ((k, count / max(MIN_BENCH_NGRAMS, self.sizes[k])) for k, count in shared.items()),
+                key=lambda kv: (-kv[1], kv[0]),
+            )
             if overlap >= min_overlap:
                 return {"benchmark": self.ids[k], "by": "statement", "overlap": round(overlap, 3)}
+        same = self.by_statement.get(normalise(problem.question)) if words(problem.question) else None
+        if same is not None:
+            return {"benchmark": self.ids[same], "by": "statement", "overlap": 1.0}
         sig = testset_signature(problem)
         if sig is not None and sig in self.by_tests:
             return {"benchmark": self.ids[self.by_tests[sig]], "by": "tests"}
@@ -85,13 +100,15 @@ def load_bench(paths: Sequence[str | Path]) -> list[tuple[str, Problem]]:
     (no usable problem) are left out."""
     from mcoder.dataset.adapters import detect
     from mcoder.dataset.fields import Skip
-    from mcoder.dataset.sources import expand
-    from mcoder.errors import UsageError
+    from mcoder.dataset.sources import Unread, expand
+    from mcoder.errors import DataError, UsageError
 
     out = []
     sources, _ = expand([str(p) for p in paths])
     for source in sources:
         for ref, row in source.rows():
+            if isinstance(row, Unread):
+                raise ref.error(f"a benchmark row {row.skip.reason}", hint="raise the budget with --limit")
             adapter = detect(row)
             if adapter is None:
                 raise ref.error(
@@ -101,6 +118,10 @@ def load_bench(paths: Sequence[str | Path]) -> list[tuple[str, Problem]]:
                 p = adapter.convert(row, ref)
             except Skip:
                 continue
+            except DataError:
+                raise
+            except Exception as e:  # a gap in the adapter: still about this row
+                raise ref.error(f"cannot read this benchmark row ({type(e).__name__}: {e})"[:300]) from e
             out.append((f"{Path(source.path).name}:{p.id}", p))
     if not out:
         raise UsageError(

@@ -52,7 +52,7 @@ class FilterConfig:
     ngram: int = 13
     """Word n-gram size of the decontamination overlap."""
     decontam_min_overlap: float = 0.5
-    """Share of the shorter statement's n-grams that must match a benchmark problem."""
+    """Share of a benchmark statement's n-grams (at least 50 counted) found in a problem that marks it contaminated."""
     difficulty_from: list[Path] = field(default_factory=list)
     """Verdict files of the target model on these problems (rollout + judge)."""
     keep_pass_rate: tuple[float, float] | None = None
@@ -204,6 +204,17 @@ def cap_tests(problems: Sequence[Problem], max_tests: int) -> tuple[list[Problem
 
 def filter_steps(cfg: FilterConfig) -> list[Step]:
     """The steps ``cfg`` turns on, in the order they run."""
+    before, after = split_steps(cfg)
+    if not cfg.dedup:
+        return before + after
+    from mcoder.dataset.filter.dedup import dedup
+
+    return [*before, lambda ps: dedup(ps, cfg.dedup_threshold), *after]
+
+
+def split_steps(cfg: FilterConfig) -> tuple[list[Step], list[Step]]:
+    """The steps ``cfg`` turns on before dedup and after it (dedup itself in neither: a build runs
+    it over the whole stream, ``refine.Refiner``)."""
     steps: list[Step] = []
     if cfg.after is not None:
         steps.append(lambda ps: freshness(ps, cfg.after))
@@ -212,17 +223,14 @@ def filter_steps(cfg: FilterConfig) -> list[Step]:
     steps.append(lambda ps: min_tests(ps, max(cfg.min_tests, 1)))  # a problem without tests never stays
     mode = cfg.special_judge
     steps.append(lambda ps: special_judge(ps, keep=mode != "drop", flag=mode == "flag"))
-    if cfg.dedup:
-        from mcoder.dataset.filter.dedup import dedup
-
-        steps.append(lambda ps: dedup(ps, cfg.dedup_threshold))
+    after: list[Step] = []
     if cfg.decontaminate:
-        steps.append(_decontaminate_step(cfg))
+        after.append(_decontaminate_step(cfg))
     if cfg.keep_pass_rate is not None:
-        steps.append(_difficulty_step(cfg))
+        after.append(_difficulty_step(cfg))
     if cfg.max_tests is not None:
-        steps.append(lambda ps: cap_tests(ps, cfg.max_tests))
-    return steps
+        after.append(lambda ps: cap_tests(ps, cfg.max_tests))
+    return steps, after
 
 
 def _decontaminate_step(cfg: FilterConfig) -> Step:
