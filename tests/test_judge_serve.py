@@ -357,3 +357,57 @@ def test_the_load_is_answered_and_judged_right(service):
     assert {r.status_code for _, r in answers} <= {200, 503}
     ok = [(i, r.json()) for i, r in answers if r.status_code == 200]
     assert len(ok) >= 8 and all(body["run_result"]["stdout"] == f"{i * 2}\n" for i, body in ok)
+
+
+@pytest.mark.slow
+def test_the_loop_judges_through_two_services_and_survives_one_killed(tiny_model, tmp_path):
+    """`mcoder train --loop --judge-url A --judge-url B`: B is killed once step 1 is written; step 2
+    is judged by A alone, and every step's verdicts are `mcoder judge`'s on its rollouts."""
+    a = start(tmp_path, "-w", "1")
+    b = start(tmp_path, "-w", "1")
+    run = tmp_path / "run"
+    killed: dict = {}
+
+    def kill_b_after_step_1():
+        deadline = time.monotonic() + 300
+        while not list(run.glob("step_0001/verdicts*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        b.proc.kill()
+        killed["at"] = time.time()
+
+    watcher = threading.Thread(target=kill_b_after_step_1, daemon=True)
+    watcher.start()
+    args = [
+        "train", "--loop", "--model", str(tiny_model), "--problems", str(EXAMPLES / "stdin.jsonl"),
+        "--run-dir", str(run), "--steps", "2", "-n", "2", "--train-batch-size", "2", "--max-tokens", "10",
+        "--temperature", "1.0", "--lr", "1e-3", "--seed", "5", "--mini-batch-size", "1", "-q",
+        "--judge-url", a.url, "--judge-url", b.url,
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "mcoder", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        watcher.join(10)
+        step2 = next(run.glob("step_0002/verdicts*"))
+        assert killed["at"] < step2.stat().st_mtime  # step 2 was judged after B was gone
+        for step in (1, 2):
+            rollouts = next(run.glob(f"step_{step:04d}/rollouts*"))
+            verdicts = next(run.glob(f"step_{step:04d}/verdicts*"))
+            out = tmp_path / f"local{step}.jsonl"
+            cli = CliRunner().invoke(app, ["judge", "-p", str(EXAMPLES / "stdin.jsonl"), "-r", str(rollouts),
+                                           "-o", str(out), "-w", "1", "-q"])  # fmt: skip
+            assert cli.exit_code == 0, cli.output
+            key = lambda line: (line["rollout_id"], line["status"], line["reward"])
+            mine = sorted(key(json.loads(x)) for x in verdicts.read_text().splitlines())
+            assert mine == sorted(key(json.loads(x)) for x in out.read_text().splitlines())
+            assert len(mine) == 4
+    finally:
+        a.stop()
+        b.stop()
