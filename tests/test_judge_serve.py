@@ -35,7 +35,7 @@ from mcoder.integrations.remote import RemoteJudge
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
-from mcoder.records import Problem, Rollout, from_dict, to_dict
+from mcoder.records import Problem, Rollout, Test, from_dict, to_dict
 
 TESTS = Path(__file__).resolve().parent
 EXAMPLES = TESTS.parent / "examples" / "problems"
@@ -426,3 +426,83 @@ def test_connections_send_without_waiting_for_acks():
         conn, _ = server.accept()
         with conn:
             assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+# ---------------------------------------------------------------- where request data enters: total
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from(["problem", "problem_id", "completions", "rollout_ids", "tests", "id", "fn_name",
+                            "input", "output", "kind", "source", "question", "code", "language", "stdin",
+                            "files", "inputs", "outputs"]) | st.text(max_size=5)  # fmt: skip
+    leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    return st.recursive(
+        leaves, lambda c: st.lists(c, max_size=4) | st.dictionaries(keys, c, max_size=5), max_leaves=30
+    )
+
+
+def _total(fn, *args) -> None:
+    """``fn(*args)`` returns or raises an McoderError, nothing else."""
+    from mcoder.errors import McoderError
+
+    try:
+        fn(*args)
+    except McoderError:
+        pass
+
+
+def test_request_bodies_and_ground_truths_are_requests_or_data_errors():
+    from hypothesis import given, settings
+
+    from mcoder.integrations.columns import problem_from_row
+    from mcoder.integrations.serve import RunCode, native_request
+    from mcoder.integrations.verl_reward import problem_of
+
+    known = {p.id: p for p in problems()[:2]}
+    run_code = RunCode()
+
+    @settings(max_examples=150, deadline=None)
+    @given(_json_values())
+    def check(value):
+        _total(native_request, value, known)
+        _total(run_code.request, value)
+        _total(problem_of, value, value, known)
+        _total(problem_from_row, value if isinstance(value, dict) else {"problem": value}, known)
+        _total(native_request, {"problem": value, "completions": ["x"]}, known)
+
+    check()
+
+
+def test_every_field_of_a_problem_sent_with_a_wrong_type_is_a_data_error():
+    """Cases enumerated from the record's own fields: each field given each wrong kind of value."""
+    import dataclasses
+
+    from mcoder.errors import DataError
+    from mcoder.integrations.serve import native_request
+
+    good = to_dict(problems()[0])
+    wrong = [None, 7, 1.5, True, "text", [1], {"a": 1}]
+    checked = 0
+    for f in dataclasses.fields(Problem):
+        for value in wrong:
+            body = {"problem": {**good, f.name: value}, "completions": ["x"]}
+            try:
+                native_request(body, {})
+            except DataError as e:
+                assert e.field and (f.name in e.field or e.field == "problem"), (f.name, value, e.field)
+                checked += 1
+    assert checked >= len(dataclasses.fields(Problem)) * 3
+
+
+def test_the_client_refuses_other_settings_and_a_bad_problem_at_once(service):
+    from mcoder.errors import DataError, UsageError
+
+    with pytest.raises(UsageError, match="other settings .*timeout_s"):
+        RemoteJudge([service.url], expect=JudgeConfig(timeout_s=5.0)).__enter__()
+    bad = Problem(id="bad", source="t", question="", tests=[Test("1", "2", "call")])  # call tests, no fn_name
+    remote = RemoteJudge([service.url], expect=JudgeConfig(timeout_s=1.0))
+    with remote, pytest.raises(DataError, match="fn_name"):
+        remote.judge({"bad": bad}, [Rollout(id="r", problem_id="bad", completion="x = 1")])
+    assert remote.failovers == 0  # a request the service refuses is not sent elsewhere

@@ -69,22 +69,39 @@ def record(value: Any, column: str) -> Problem:
     if isinstance(value, (str, bytes)):
         try:
             value = json.loads(value)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise DataError(f"column {column!r} is not JSON ({e})", field=column) from None
+    value = plain(value)
     if not isinstance(value, Mapping):
         raise DataError(f"column {column!r} is not a problem record", field=column)
+    if not all(isinstance(k, str) for k in value):
+        raise DataError(f"column {column!r} has a key that is not text", field=column)
     data = dict(value)
     if isinstance(data.get("tests"), (str, bytes)):
         try:
             data["tests"] = json.loads(data["tests"])
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise DataError(f"the tests are not JSON ({e})", field="tests") from None
     data.setdefault("source", "dataset")
     data.setdefault("question", "")
     if "id" not in data:
-        blob = json.dumps(data.get("tests"), sort_keys=True, default=str).encode()
+        blob = repr(data.get("tests")).encode("utf-8", "surrogatepass")
         data["id"] = "tests-" + hashlib.sha256(blob).hexdigest()[:16]
     return from_dict(Problem, data)
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """``value`` with numpy arrays and scalars (anything with ``tolist``) made lists and numbers,
+    recursively (datasets and parquet readers hand columns over so); too deep: left as it is."""
+    if depth > 100:
+        return value
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {k: plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    return value
 
 
 def completion_text(completion: Any) -> str:

@@ -26,7 +26,7 @@ from typing import Self
 import orjson
 
 from mcoder.console import warn
-from mcoder.errors import EnvironmentMissing, UsageError
+from mcoder.errors import DataError, EnvironmentMissing, UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.records import Problem, Rollout, Verdict, from_dict, to_dict
 
@@ -95,8 +95,6 @@ class RemoteJudge:
         groups: dict[str, list[int]] = {}
         for i, r in enumerate(rollouts):
             if r.problem_id not in problems_by_id:
-                from mcoder.errors import DataError
-
                 raise DataError(f"rollout {r.id!r}: no problem with id {r.problem_id!r}", field="problem_id")
             groups.setdefault(r.problem_id, []).append(i)
         verdicts: list[Verdict | None] = [None] * len(rollouts)
@@ -159,6 +157,10 @@ class RemoteJudge:
             raise ServiceFailed(f"{type(e).__name__}: {e}") from None
         if res.status_code == 503:
             raise _Busy()
+        if res.status_code in (400, 413):  # the request itself is wrong: no other service takes it either
+            raise DataError(f"judge service {url} refused the request: {_reason(res)}", field="problem")
+        if res.status_code == 401:
+            raise UsageError(f"judge service {url} wants a token", hint="set MCODER_JUDGE_TOKEN to its token")
         if res.status_code != 200:
             raise ServiceFailed(f"HTTP {res.status_code}: {res.text[:200]}")
         try:
@@ -213,6 +215,14 @@ class RemoteJudge:
                 f"no judge service answers at {', '.join(self.urls)}",
                 hint="start `mcoder judge serve` there first",
             )
+
+
+def _reason(res) -> str:
+    try:
+        body = res.json()
+        return " ".join(filter(None, [str(body.get("error", "")), str(body.get("hint") or "")]))[:500]
+    except Exception:  # noqa: BLE001 - any answer: shown as text
+        return res.text[:500]
 
 
 class _Busy(Exception):

@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from mcoder.errors import DataError
-from mcoder.integrations.columns import load_problems, record
+from mcoder.integrations.columns import load_problems, plain, record
 from mcoder.judge.config import JudgeConfig
 from mcoder.records import Problem, Rollout, Test
 
@@ -92,17 +92,18 @@ def compute_score_batch(
 
 def problem_of(ground_truth: Any, extra_info: dict | None, known: dict[str, Problem]) -> Problem:
     """The problem a verl ground truth stands for (see the module's docstring for the forms)."""
-    value = ground_truth
+    value = plain(ground_truth)  # parquet rows arrive with numpy arrays inside
     if isinstance(value, (str, bytes)):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = ground_truth  # not JSON: an id
     if isinstance(value, dict) and "tests" in value:
         return record(value, "ground_truth")
     if isinstance(value, dict) and "inputs" in value and "outputs" in value:
         return _from_cases(value)
-    for pid in (value, (extra_info or {}).get("problem_id")):
+    extra = plain(extra_info) if isinstance(plain(extra_info), dict) else {}
+    for pid in (value, extra.get("problem_id")):
         if isinstance(pid, str) and pid in known:
             return known[pid]
     raise DataError(
