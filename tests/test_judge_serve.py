@@ -506,3 +506,18 @@ def test_the_client_refuses_other_settings_and_a_bad_problem_at_once(service):
     with remote, pytest.raises(DataError, match="fn_name"):
         remote.judge({"bad": bad}, [Rollout(id="r", problem_id="bad", completion="x = 1")])
     assert remote.failovers == 0  # a request the service refuses is not sent elsewhere
+
+
+def test_a_problem_sent_again_is_the_same_object_and_a_changed_one_is_not():
+    from mcoder.integrations.serve import SeenProblems, native_request
+
+    seen = SeenProblems(size=2)
+    a, b, c = (to_dict(p) for p in problems()[:3])
+    first, _ = native_request({"problem": a, "completions": []}, {}, seen)
+    again, _ = native_request({"problem": json.loads(json.dumps(a)), "completions": []}, {}, seen)
+    assert again is first
+    changed = {**a, "tests": a["tests"][:1]}
+    assert native_request({"problem": changed, "completions": []}, {}, seen)[0].tests == first.tests[:1]
+    native_request({"problem": b, "completions": []}, {}, seen)
+    native_request({"problem": c, "completions": []}, {}, seen)  # bounded: `a` is forgotten
+    assert native_request({"problem": a, "completions": []}, {}, seen)[0] is not first
