@@ -521,3 +521,18 @@ def test_a_problem_sent_again_is_the_same_object_and_a_changed_one_is_not():
     native_request({"problem": b, "completions": []}, {}, seen)
     native_request({"problem": c, "completions": []}, {}, seen)  # bounded: `a` is forgotten
     assert native_request({"problem": a, "completions": []}, {}, seen)[0] is not first
+
+
+def test_serve_usage_errors_exit_with_their_codes(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = CliRunner().invoke(app, ["judge", "serve", "--port", str(port), "-w", "1"])
+    assert r.exit_code == 2 and "cannot listen on 127.0.0.1" in r.stderr
+    r = CliRunner().invoke(app, ["judge", "serve", "--problems", str(tmp_path / "missing.jsonl")])
+    assert r.exit_code in (2, 3) and "missing.jsonl" in r.stderr
+    r = CliRunner().invoke(app, ["judge", "serve", "--reward", "nope"])
+    assert r.exit_code == 2 and "--reward" in r.stderr
