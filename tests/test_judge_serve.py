@@ -536,3 +536,14 @@ def test_serve_usage_errors_exit_with_their_codes(tmp_path):
     assert r.exit_code in (2, 3) and "missing.jsonl" in r.stderr
     r = CliRunner().invoke(app, ["judge", "serve", "--reward", "nope"])
     assert r.exit_code == 2 and "--reward" in r.stderr
+
+
+def test_a_raw_sandboxfusion_payload_with_fields_mcoder_does_not_use_runs(service):
+    """verl's sandbox reward posts SandboxFusion's full payload itself (timeouts, memory_limit_MB,
+    empty files): fields that mcoder's limits replace are accepted and left unused."""
+    payload = {"code": "print(input())", "stdin": "7\n", "language": "python", "compile_timeout": 10,
+               "run_timeout": 10, "memory_limit_MB": -1, "files": {}, "fetch_files": []}  # fmt: skip
+    res = httpx.post(f"{service.url}/run_code", json=payload).json()
+    assert (
+        res["status"] == "Success" and res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
+    )
