@@ -44,19 +44,23 @@ class RemoteJudge:
         *,
         token: str | None = None,
         expect: JudgeConfig | None = None,
-        per_service: int = 4,
+        per_service: int | None = None,
         timeout_s: float = 600.0,
         cooldown_s: float = 5.0,
         deadline_s: float = 300.0,
     ):
         """``expect``: the judge settings the run was configured with; a service judging with
-        others is refused at start. ``per_service``: requests in flight per service.
+        others is refused at start. ``per_service``: requests (groups) in flight per URL (None: from
+        the service's /health, a request per two of its workers, at least 4; behind a load
+        balancer that is one service's share: give ``per_service`` for the whole fleet).
         ``timeout_s``: one request's limit; ``deadline_s``: how long a group may find no service."""
         if not urls:
             raise UsageError("no judge service URL given", hint="--judge-url http://HOST:PORT (repeatable)")
         self.urls = [u.rstrip("/") for u in urls]
         self.token, self.expect = token, expect
-        self.per_service, self.timeout_s = per_service, timeout_s
+        self.timeout_s = timeout_s
+        self.slots = {u: per_service or 4 for u in self.urls}  # requests in flight per URL
+        self._fixed = per_service is not None
         self.cooldown_s, self.deadline_s = cooldown_s, deadline_s
         self._down: dict[str, float] = {}  # url -> when it may be tried again
         self._next = itertools.count()
@@ -68,8 +72,9 @@ class RemoteJudge:
         import httpx
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        limits = httpx.Limits(max_connections=self.per_service * len(self.urls))
-        self._client = httpx.Client(headers=headers, timeout=self.timeout_s, limits=limits)
+        self._client = httpx.Client(
+            headers=headers, timeout=self.timeout_s, limits=httpx.Limits(max_connections=None)
+        )
         self._check_services()
         return self
 
@@ -109,7 +114,7 @@ class RemoteJudge:
                     if on_verdict is not None:
                         on_verdict(i, v)
 
-        workers = max(1, min(len(groups), self.per_service * len(self.urls)))
+        workers = max(1, min(len(groups), sum(self.slots.values())))
         with ThreadPoolExecutor(workers, thread_name_prefix="remote-judge") as pool:
             for f in [pool.submit(one, pid, idx) for pid, idx in groups.items()]:
                 f.result()
@@ -201,6 +206,8 @@ class RemoteJudge:
                 warn(f"judge service {url} does not answer yet")
                 continue
             answered += 1
+            if not self._fixed and isinstance(health.get("workers"), int):
+                self.slots[url] = max(4, health["workers"] // 2)
             if self.expect is not None:
                 want = orjson.loads(orjson.dumps(settings_of(self.expect)))
                 theirs = health.get("settings")
