@@ -547,3 +547,15 @@ def test_a_raw_sandboxfusion_payload_with_fields_mcoder_does_not_use_runs(servic
     assert (
         res["status"] == "Success" and res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
     )
+
+
+def test_run_code_says_when_it_cut_the_output(service):
+    code = "import sys\nprint('x' * 5000)\nsys.stderr.write('e' * 3000 + 'END')\n"
+    res = httpx.post(f"{service.url}/run_code", json={"code": code, "language": "python"}).json()
+    assert res["status"] == "Success" and res["run_result"]["stdout"].startswith("x" * 1000)
+    assert res["run_result"]["stderr"].endswith("END") and len(res["run_result"]["stderr"]) == 1000
+    assert "stdout and stderr cut to 1000 characters" in res["message"]
+    short = httpx.post(
+        f"{service.url}/run_code", json={"code": "print('x' * 999)", "language": "python"}
+    ).json()
+    assert short["message"] == "" and short["run_result"]["stdout"] == "x" * 999 + "\n"

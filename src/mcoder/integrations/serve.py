@@ -192,7 +192,11 @@ class RunCode:
         stdout, stderr = ff.get("got") or "", ff.get("stderr") or ""
         if v.status == "accepted":
             stdout = self.secret + "\n"  # printed what the service keeps secret: vanishingly rare
-        cut = [name for name, text in (("stdout", stdout), ("stderr", stderr)) if _cut(text)]
+        cut = [
+            name
+            for name, was_cut in (("stdout", _head_cut(stdout)), ("stderr", len(stderr) >= SHOWN))
+            if was_cut
+        ]
         run: dict[str, Any] = {"status": "Finished", "execution_time": v.elapsed_s, "return_code": 0,
                                "stdout": stdout, "stderr": stderr}  # fmt: skip
         if v.status == "time_limit":
@@ -202,7 +206,11 @@ class RunCode:
         elif v.status not in ("accepted", "wrong_answer"):
             run["return_code"] = _return_code(v.status, str(ff.get("detail") or ""))
         ok = run["status"] == "Finished" and run["return_code"] == 0
-        message = "" if not cut else f"{' and '.join(cut)} cut to {SHOWN} characters"
+        message = (
+            ""
+            if not cut
+            else f"{' and '.join(cut)} cut to {SHOWN} characters (stdout its first, stderr its last)"
+        )
         if v.status in ("memory_limit", "time_limit"):
             message = "; ".join(filter(None, [v.status.replace("_", " "), message]))
         return {"status": "Success" if ok else "Failed", "message": message, "compile_result": None,
@@ -215,7 +223,8 @@ def fenced(code: str) -> str:
     return f"{'~' * (longest + 1)}python\n{code}\n{'~' * (longest + 1)}\n"
 
 
-def _cut(text: str) -> bool:
+def _head_cut(text: str) -> bool:
+    """Whether a verdict's shown output is the head of a longer one (it then ends "... (N chars)")."""
     return len(text) > SHOWN and text.endswith(" chars)")
 
 
