@@ -559,3 +559,12 @@ def test_run_code_says_when_it_cut_the_output(service):
         f"{service.url}/run_code", json={"code": "print('x' * 999)", "language": "python"}
     ).json()
     assert short["message"] == "" and short["run_result"]["stdout"] == "x" * 999 + "\n"
+
+
+def test_a_machine_without_the_sandbox_exits_4_before_listening(monkeypatch):
+    # a fake kernel without Landlock (this machine has it): the fault cannot be caused otherwise
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    if sandbox.isolation_mode() != "root":
+        pytest.skip("Landlock is checked in the root mode only")
+    r = CliRunner().invoke(app, ["judge", "serve", "--port", "0", "-w", "1"])
+    assert r.exit_code == 4 and "Landlock" in r.stderr and r.stdout == ""  # no URL: it never listened

@@ -261,9 +261,10 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
     limit = int(cfg.max_request_mb * (1 << 20))
     state: dict[str, Any] = {"judge": None}
 
+    judge = Judge(judge_cfg)  # checks the sandbox here: a machine without one fails before listening
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        judge = Judge(judge_cfg)
         state["judge"] = await anyio.to_thread.run_sync(judge.__enter__)
         try:
             yield
@@ -414,3 +415,10 @@ def serve(cfg: ServeConfig, judge_cfg: JudgeConfig, ready=print) -> None:
 
     server.startup = startup
     server.run(sockets=[sock])
+    if not server.started:
+        from mcoder.errors import EnvironmentMissing
+
+        raise EnvironmentMissing(
+            "the judge service did not start (its workers could not be started)",
+            hint="run `mcoder judge` on a small file here to see why",
+        )
