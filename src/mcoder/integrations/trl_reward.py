@@ -10,6 +10,10 @@ dataset column (but the prompt) repeated per completion; the reward is ``mcoder 
 float per completion. Each row names its problem as ``columns.problem_from_row`` reads it. The
 judge's sandboxed workers start at the first call and stay up until ``close()`` (or exit); with
 ``judge=RemoteJudge([...urls])`` the rewards come from ``mcoder judge serve`` services instead.
+
+Under ``accelerate``/``torchrun`` each process calls its own reward with its share of the batch:
+give each judge its share of the cores (``JudgeConfig(workers=cores // processes)``), or send all
+of them to one service.
 """
 
 from __future__ import annotations

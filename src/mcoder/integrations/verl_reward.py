@@ -21,7 +21,8 @@ The ground truth (``reward_model.ground_truth`` of verl's parquet rows) is, in o
   ``extra_info["problem_id"]``).
 
 Each process that scores keeps one judge (its sandboxed workers started at the first call, closed
-at exit); with ``judge_url`` the scores come from ``mcoder judge serve`` services instead.
+at exit; one per core unless ``workers`` says otherwise, so several scoring processes on one node
+should split the cores); with ``judge_url`` the scores come from ``mcoder judge serve`` services.
 """
 
 from __future__ import annotations
