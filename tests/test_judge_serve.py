@@ -544,9 +544,8 @@ def test_a_raw_sandboxfusion_payload_with_fields_mcoder_does_not_use_runs(servic
     payload = {"code": "print(input())", "stdin": "7\n", "language": "python", "compile_timeout": 10,
                "run_timeout": 10, "memory_limit_MB": -1, "files": {}, "fetch_files": []}  # fmt: skip
     res = httpx.post(f"{service.url}/run_code", json=payload).json()
-    assert (
-        res["status"] == "Success" and res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
-    )
+    assert res["status"] == "Success", res
+    assert res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
 
 
 def test_run_code_says_when_it_cut_the_output(service):
