@@ -544,7 +544,7 @@ def test_a_raw_sandboxfusion_payload_with_fields_mcoder_does_not_use_runs(servic
     payload = {"code": "print(input())", "stdin": "7\n", "language": "python", "compile_timeout": 10,
                "run_timeout": 10, "memory_limit_MB": -1, "files": {}, "fetch_files": []}  # fmt: skip
     res = httpx.post(f"{service.url}/run_code", json=payload).json()
-    assert res["status"] == "Success", res
+    assert res["status"] == "Success", (res["message"], res["run_result"])
     assert res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
 
 

@@ -211,8 +211,9 @@ class RunCode:
             if not cut
             else f"{' and '.join(cut)} cut to {SHOWN} characters (stdout its first, stderr its last)"
         )
-        if v.status in ("memory_limit", "time_limit"):
-            message = "; ".join(filter(None, [v.status.replace("_", " "), message]))
+        if v.status in ("memory_limit", "time_limit", "runtime_error"):
+            why = v.status.replace("_", " ") + (f" ({ff['detail']})" if ff.get("detail") else "")
+            message = "; ".join(filter(None, [why, message]))
         return {"status": "Success" if ok else "Failed", "message": message, "compile_result": None,
                 "run_result": run, "executor_pod_name": None, "files": {}}  # fmt: skip
 
