@@ -75,7 +75,11 @@ class RemoteJudge:
         self._client = httpx.Client(
             headers=headers, timeout=self.timeout_s, limits=httpx.Limits(max_connections=None)
         )
-        self._check_services()
+        try:
+            self._check_services()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
