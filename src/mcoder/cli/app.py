@@ -43,6 +43,8 @@ app = typer.Typer(
 
 # Each module defines register(app); its heavy imports happen inside the command bodies.
 SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench", "export", "show")
+# `mcoder judge serve`: hung under the judge command by its own module (after judge is registered)
+ATTACHED = ("serve",)
 
 
 def _version(value: bool) -> None:
@@ -61,6 +63,8 @@ def root(
 
 
 for _name in SUBCOMMANDS:
+    importlib.import_module(f"mcoder.cli.{_name}").register(app)
+for _name in ATTACHED:
     importlib.import_module(f"mcoder.cli.{_name}").register(app)
 for _info in [*app.registered_commands, *app.registered_groups]:
     _info.short_help = SUMMARIES.get(_info.name or "", _info.short_help)

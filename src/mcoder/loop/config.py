@@ -23,7 +23,7 @@ Engine = Literal["hf", "vllm"]
 
 # Settings a resumed run may change: they decide how long or how fast, never what is computed.
 RESUMABLE_CHANGES = frozenset(
-    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "report_to"}
+    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "report_to", "judge_url"}
 )
 
 
@@ -53,6 +53,8 @@ class LoopConfig:
     """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
     off_policy: int = 0
     """Steps the sampling policy may trail the trained one: 1 samples step k+1 while step k trains (π_old: the recorded sampling log-probs)."""
+    judge_url: tuple[str, ...] = ()
+    """Judge on these `mcoder judge serve` services (repeatable; round robin, a failed one's work goes to the others; token from MCODER_JUDGE_TOKEN) instead of this machine's cores."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)

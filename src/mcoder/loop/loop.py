@@ -54,7 +54,6 @@ def run_loop(cfg: LoopConfig) -> Path:
 
 
 def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -> Path:
-    from mcoder.judge.core import Judge
     from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
@@ -89,7 +88,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     ahead = None  # --off-policy 1: the next step's batch, sampled and judged while this step trains
     side = side_group() if cfg.off_policy else None  # that thread's collectives, apart from the trainer's
     with (
-        Judge(judge_share(cfg.judge)) as judge,  # each rank's judge has its share of the cores
+        judge_client(cfg) as judge,  # each rank's judge has its share of the cores, or the services
         ThreadPoolExecutor(1, thread_name_prefix="sample-ahead") as sampling,
     ):
         # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in
@@ -175,6 +174,19 @@ def load_problems(path: Path) -> list[Problem]:
     if not problems:
         raise DataError("no problems to train on", path=str(path))
     return problems
+
+
+def judge_client(cfg: LoopConfig):
+    """The loop's judge: this machine's sandboxed workers, or the --judge-url services."""
+    if cfg.judge_url:
+        import os
+
+        from mcoder.integrations.remote import RemoteJudge
+
+        return RemoteJudge(list(cfg.judge_url), token=os.environ.get("MCODER_JUDGE_TOKEN"), expect=cfg.judge)
+    from mcoder.judge.core import Judge
+
+    return Judge(judge_share(cfg.judge))
 
 
 def judge_share(cfg):
