@@ -34,6 +34,11 @@ class ShowConfig:
 
 
 def run(cfg: ShowConfig) -> list[collect.Shown]:
+    from mcoder.outputs import check_document
+
+    inputs = {"target": cfg.target, "verdicts": cfg.verdicts, "problems": cfg.problems}
+    if cfg.html is not None:  # refused before the work (outputs.py: inputs, files not mcoder's, devices)
+        check_document(cfg.html, stage="show", flag="--html", inputs=inputs)
     batch = collect.load(cfg.target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
     for note in batch.notes:
         console.warn(note)
@@ -47,7 +52,8 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
     if cfg.html is not None:
         from mcoder.show import html
 
-        html.write(cfg.html, html.report(batch, chosen, cfg.ks, cfg.rating_bounds))
+        inputs["problems"] = batch.problems_path
+        html.write(cfg.html, html.report(batch, chosen, cfg.ks, cfg.rating_bounds), inputs)
         console.emit(str(cfg.html))
         return chosen
     if not chosen:
