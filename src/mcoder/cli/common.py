@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -12,7 +13,7 @@ from typing import Annotated
 import typer
 
 from mcoder.console import console, labelled, set_quiet
-from mcoder.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, McoderError
+from mcoder.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, McoderError
 
 
 def report(e: McoderError) -> None:
@@ -44,17 +45,50 @@ def guarded(fn):
             # stdout was closed by the reader (e.g. `| head`): not an error of ours.
             sys.stderr.close()
             raise typer.Exit(0) from None
+        except OSError as e:
+            known = environment_error(e)
+            if known is None:
+                _internal(e)
+            report(known)
+            raise typer.Exit(known.exit_code) from None
         except Exception as e:  # noqa: BLE001 - a bug: reported as an internal error, exit code EXIT_INTERNAL
-            if os.environ.get("MCODER_DEBUG") == "1":
-                traceback.print_exc()
-            console.print(labelled("error", "bold red", f"internal error: {type(e).__name__}: {e}"), soft_wrap=True)
-            console.print(
-                labelled("hint", "bold", "this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback"),
-                soft_wrap=True,
-            )
-            raise typer.Exit(EXIT_INTERNAL) from None
+            _internal(e)
 
     return wrapper
+
+
+def _internal(e: BaseException):
+    if os.environ.get("MCODER_DEBUG") == "1":
+        traceback.print_exception(e)
+    console.print(labelled("error", "bold red", f"internal error: {type(e).__name__}: {e}"), soft_wrap=True)
+    console.print(
+        labelled("hint", "bold", "this is a bug in mcoder; rerun with MCODER_DEBUG=1 for the traceback"),
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_INTERNAL) from None
+
+
+# OSErrors the machine or the paths given cause, not mcoder: errno -> (exit code, hint)
+ENVIRONMENT_ERRORS = {
+    errno.EACCES: (EXIT_ENVIRONMENT, "choose a place you can write, or fix its permissions"),
+    errno.EPERM: (EXIT_ENVIRONMENT, "choose a place you can write, or fix its permissions"),
+    errno.EROFS: (EXIT_ENVIRONMENT, "the file system is read-only: choose a writable place"),
+    errno.ENOSPC: (EXIT_ENVIRONMENT, "the disk is full: free space, or choose another place"),
+    errno.EDQUOT: (EXIT_ENVIRONMENT, "the disk quota is used up: free space, or choose another place"),
+    errno.ENOTDIR: (EXIT_USAGE, "a part of the path is a file, not a folder: check the path"),
+    errno.EISDIR: (EXIT_USAGE, "the path is a folder where a file was expected: check the path"),
+    errno.ENAMETOOLONG: (EXIT_USAGE, "shorten the path"),
+    errno.ELOOP: (EXIT_USAGE, "the path goes through too many (or looping) symbolic links"),
+}
+
+
+def environment_error(e: OSError) -> McoderError | None:
+    """The user's error (exit 2 or 4, with a hint) an OSError stands for; None for a bug."""
+    known = ENVIRONMENT_ERRORS.get(e.errno)
+    if known is None:
+        return None
+    where = f"{e.filename}: " if e.filename else ""
+    return McoderError(f"{where}{e.strerror or e}", hint=known[1], exit_code=known[0])
 
 
 def apply_quiet(quiet: bool) -> None:

@@ -35,7 +35,6 @@ from mcoder.records import Problem
 
 
 def run_loop(cfg: LoopConfig) -> Path:
-    from mcoder.outputs import hold_lock
     from mcoder.train.distributed import broadcast_result, is_main, setup
 
     cfg.validate()
@@ -43,14 +42,26 @@ def run_loop(cfg: LoopConfig) -> Path:
     setup()  # joins torchrun's process group when launched by it; nothing in one process
     main = is_main()
 
-    # -------- the problems (tests kept: the judge needs them)
-    problems = load_problems(cfg.problems)
-
-    # -------- one run at a time in a run folder (RUN.lock, held by the main process until the end)
+    # -------- the run folder is an output like any other (RUN.lock and RUN.meta.json, held by the
+    # main process until the end): refused when mcoder did not make it, resumed only from the
+    # same problems and model (by content: moving or copying them is no change)
     lock = contextlib.ExitStack()
-    broadcast_result(lambda: lock.enter_context(hold_lock(run.root)) and None)
+    broadcast_result(lambda: lock.enter_context(claim_run_folder(cfg)) and None)
     with lock, contextlib.closing(run):  # closing: the --report-to loggers
+        # -------- the problems (tests kept: the judge needs them)
+        problems = load_problems(cfg.problems)
         return _run(cfg, run, problems, main)
+
+
+def claim_run_folder(cfg: LoopConfig):
+    """``mcoder.outputs.claim_output`` on RUN: the settings themselves are compared through
+    RUN/config.json (``RunFolder.prepare``: some may change on a resume, such as --steps)."""
+    from mcoder.outputs import claim_output
+
+    return claim_output(
+        cfg.run_dir, stage="loop", settings={}, inputs={"problems": cfg.problems, "model": cfg.model},
+        kind="dir", expect=("config.json",), flag="--run-dir",
+    )  # fmt: skip
 
 
 def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -> Path:
@@ -174,6 +185,13 @@ def load_problems(path: Path) -> list[Problem]:
     problems = list(index_records(path, Problem, key=lambda p: p.id).values())
     if not problems:
         raise DataError("no problems to train on", path=str(path))
+    untested = [p.id for p in problems if not p.tests]
+    if untested:  # every rollout of it would be graded wrong: a reward signal that means nothing
+        raise DataError(
+            f"{len(untested)} problems have no tests (e.g. {', '.join(map(repr, untested[:3]))})",
+            path=str(path), field="tests",
+            hint="drop them (mcoder dataset build --min-tests 1), or add their tests",
+        )  # fmt: skip
     return problems
 
 

@@ -37,9 +37,9 @@ from mcoder.rollout.temperature import TemperatureSchedule
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
-    """What decides the rollouts written (recorded beside the output; a resume must match)."""
+    """What decides the rollouts written (recorded beside the output; a resume must match). The
+    model and adapter are inputs, compared by content: moving or copying them is no change."""
     settings = {
-        "model": os.path.abspath(cfg.model), "adapter": cfg.adapter and os.path.abspath(cfg.adapter),
         "n": cfg.n, "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
         "temperature_schedule": cfg.temperature_schedule, "step": cfg.step, "top_k": cfg.top_k,
         "top_p": cfg.top_p, "seed": cfg.seed, "policy_version": cfg.policy_version, "limit": cfg.limit,
@@ -129,7 +129,7 @@ def _group_done(problem: Problem, cfg: RolloutConfig, done: set[str]) -> bool:
 def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summary, budget) -> None:
     """Sample ``todo`` (an iterator) a few problems per engine call: memory is bounded by the call."""
     per_call = max(1, math.ceil(cfg.batch_size / cfg.n))
-    model_name = cfg.model if cfg.adapter is None else f"{cfg.model}+{cfg.adapter}"
+    model_name = _model_name(cfg, writer)
     diversity = DiversityMean()
     bar = console.progress(TextColumn("{task.fields[tps]} tok/s"))
     start = time.perf_counter()
@@ -157,6 +157,21 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
             summary.seconds = time.perf_counter() - start
             bar.update(task, advance=len(chunk), tps=f"{summary.tokens_per_s:,.0f}")
     summary.diversity = diversity.result()
+
+
+def _model_name(cfg: RolloutConfig, writer: RecordWriter) -> str:
+    """The ``model`` of each rollout: the folder's absolute path (the same from any working
+    folder), and on a resume the name the output's records already carry (the folder may have
+    moved: the claim checked that its content is the same)."""
+    if writer.resumed:
+        import orjson
+
+        with open(writer.part, "rb") as f:
+            name = orjson.loads(f.readline()).get("model")
+        if isinstance(name, str):
+            return name
+    model = os.path.abspath(cfg.model)
+    return model if cfg.adapter is None else f"{model}+{os.path.abspath(cfg.adapter)}"
 
 
 def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:
