@@ -50,12 +50,13 @@ DOCUMENTS = (("markdown", "--markdown"), ("json_out", "--json"), ("lcb_out", "--
 def check_outputs(cfg: BenchConfig) -> None:
     """Every file this bench will write, refused before any work when it may not be written
     (``mcoder.outputs``: an input, a file mcoder did not write, a device, a link)."""
-    from mcoder.outputs import check_document, check_target
+    from mcoder.outputs import check_document, check_target, refuse_input_as_output
 
     for name, flag in DOCUMENTS:
         if getattr(cfg, name) is not None:
             check_document(getattr(cfg, name), stage="bench", flag=flag, inputs=_inputs(cfg))
     if cfg.plots:
+        refuse_input_as_output(cfg.plots_dir, {f"--run-dir {d}": d for d in cfg.run_dirs}, flag="--out-dir")
         check_target(cfg.plots_dir, flag="--out-dir", kind="dir")
 
 

@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -97,6 +98,22 @@ def apply_quiet(quiet: bool) -> None:
     set_quiet(quiet)
 
 
+@dataclass(frozen=True)
+class PathRole:
+    """What a path-valued option is to mcoder, attached where the option is declared
+    (``Annotated[Path, typer.Option(...), OUTPUT_FILE]``): read (``INPUT``) or written (an
+    ``OUTPUT_FILE`` or ``OUTPUT_DIR``). Every written path goes through ``mcoder.outputs``; the
+    guard's test enumerates the options from the CLI by these marks, so an unmarked path option,
+    or an output that skips the guard, fails it."""
+
+    role: str
+    kind: str = "file"
+
+
+INPUT = PathRole("input")
+OUTPUT_FILE = PathRole("output", "file")
+OUTPUT_DIR = PathRole("output", "dir")
+
 # Help panels, shared so that every subcommand groups its options the same way.
 IO_PANEL = "Inputs and outputs"
 OTHER_PANEL = "Other"
@@ -141,16 +158,18 @@ Overwrite = Annotated[
     ),
 ]  # fmt: skip
 ProblemsPath = Annotated[
-    Path, typer.Option("--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin).")
+    Path, typer.Option("--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin)."), INPUT
 ]
 RolloutsPath = Annotated[
-    Path, typer.Option("--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin).")
+    Path, typer.Option("--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin)."), INPUT
 ]
 VerdictsPath = Annotated[
-    Path, typer.Option("--verdicts", rich_help_panel=IO_PANEL, help="Verdicts JSONL ('-' for stdin).")
+    Path, typer.Option("--verdicts", rich_help_panel=IO_PANEL, help="Verdicts JSONL ('-' for stdin)."), INPUT
 ]
-OutPath = Annotated[Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout).")]
+OutPath = Annotated[
+    Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout)."), OUTPUT_FILE
+]
 ModelPath = Annotated[
-    str, typer.Option("--model", "-m", rich_help_panel=IO_PANEL, help="Model folder (transformers format).")
+    str, typer.Option("--model", "-m", rich_help_panel=IO_PANEL, help="Model folder (transformers format)."), INPUT
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import FLAG, IO_PANEL, HelpFlag, command_options, guarded
+from mcoder.cli.common import FLAG, INPUT, IO_PANEL, OUTPUT_FILE, HelpFlag, command_options, guarded
 
 FILTERS = "Filters"
 VIEW = "View"
@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
                 help="A rollouts file, a step folder (RUN/step_NNNN), a run folder, or a LiveCodeBench *_eval_all.json.",
                 show_default=False,
             ),
+            INPUT,
         ],
         rollout_id: Annotated[
             str | None,
@@ -86,6 +87,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=VIEW,
                 help="Write a self-contained HTML report (pass@k table, training plots, every sample) here.",
             ),
+            OUTPUT_FILE,
         ] = None,
         k: Annotated[
             str,
@@ -98,6 +100,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Verdicts of the rollouts (default: verdicts.jsonl beside them).",
             ),
+            INPUT,
         ] = None,
         problems: Annotated[
             Path | None,
@@ -107,6 +110,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Problems JSONL, for statements and the table's platforms (default: the run's).",
             ),
+            INPUT,
         ] = None,
         help_: HelpFlag = False,
     ) -> None:
