@@ -121,7 +121,9 @@ def test_a_read_only_folder_is_the_environment_not_a_bug(tmp_path, read_only):
     rollouts = _rollouts(tmp_path, problems, [ECHO])
     res = judge("-p", problems, "-r", rollouts, "-o", read_only / "v.jsonl")
     assert res.exit_code == 4 and "read-only" in res.stderr and "hint:" in res.stderr, res.output
-    res = CliRunner().invoke(app, ["bench", "-p", str(problems), "--verdicts", str(rollouts), "--json", str(read_only / "b.json")])
+    verdicts = tmp_path / "v.jsonl"
+    assert judge("-p", problems, "-r", rollouts, "-o", verdicts).exit_code == 0
+    res = CliRunner().invoke(app, ["bench", "-p", str(problems), "--verdicts", str(verdicts), "--json", str(read_only / "b.json")])
     assert res.exit_code == 4 and "internal error" not in res.stderr, res.output
 
 
