@@ -225,3 +225,11 @@ def test_the_guard_refuses(world, tmp_path, cmd, flag, kind, case):
     assert str(named) in res.stderr or str(at) in res.stderr, res.stderr
     assert "internal error" not in res.stderr
     assert {p: _state(p) for p in {at, named}} == before
+
+
+@pytest.mark.parametrize("words", sorted({w for w, _ in _walk(app)}), ids=" ".join)
+def test_every_help_is_whole_at_80_columns(words):
+    """Nothing of a command's help (a long default, say) is cut off with an ellipsis at 80 columns."""
+    res = CliRunner().invoke(app, [*words, "-h"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert res.exit_code == 0, res.output
+    assert "\u2026" not in res.output, [line for line in res.output.splitlines() if "\u2026" in line]

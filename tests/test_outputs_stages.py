@@ -110,7 +110,7 @@ def test_paths_of_the_wrong_shape_are_usage_errors(tmp_path):
 def read_only(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=False, capture_output=True).returncode:
         pytest.skip("cannot mount a read-only file system here")
     yield ro
     subprocess.run(["umount", str(ro)], check=False)
@@ -244,8 +244,66 @@ def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(t
     # whole batch was judged and written while Ctrl-C waited)
     written = part.read_text().count("\n")
     assert written <= 2, written
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "resuming" in done.stderr, done.stderr
     assert sorted(json.loads(v)["rollout_id"] for v in out.read_text().splitlines()) == sorted(
         json.loads(r)["id"] for r in rollouts.read_text().splitlines()
     )
+
+
+# ----------------------------------------------------------------------------- the low ones
+
+
+def test_a_negative_worker_count_is_refused():
+    res = CliRunner().invoke(app, ["judge", "-p", "p.jsonl", "-r", "r.jsonl", "-o", "v.jsonl", "--workers", "-3"])
+    assert res.exit_code == 2 and "--workers -3" in res.stderr, res.output
+
+
+def test_show_takes_quiet_and_an_empty_file_is_bad_data(tmp_path):
+    empty = tmp_path / "r.jsonl"
+    empty.touch()
+    res = CliRunner().invoke(app, ["show", str(empty), "-q"])
+    assert res.exit_code == 3 and "no rollouts" in res.stderr, res.output
+
+
+def test_a_finished_output_of_stdin_input_is_not_taken_as_done(tmp_path):
+    problems = _problems(tmp_path)
+    rollouts = _rollouts(tmp_path, problems, [ECHO])
+    out = tmp_path / "v.jsonl"
+    argv = ["judge", "-w", "1", "-p", str(problems), "-r", "-", "-o", str(out)]
+    assert CliRunner().invoke(app, argv, input=rollouts.read_text()).exit_code == 0
+    before = out.read_bytes()
+    other = _rollouts(tmp_path, problems, [ECHO, ECHO], name="more.jsonl")
+    res = CliRunner().invoke(app, argv, input=other.read_text())
+    assert res.exit_code == 2 and "comes from stdin" in res.stderr, res.output
+    assert out.read_bytes() == before
+    res = CliRunner().invoke(app, [*argv, "--overwrite"], input=other.read_text())
+    assert res.exit_code == 0 and out.read_text().count("\n") == 2, res.output
+
+
+def test_what_a_killed_export_left_is_removed_by_the_next(tiny_model, tmp_path):
+    import shutil
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(tiny_model, ckpt)
+    (ckpt / "trainer").mkdir()
+    (ckpt / "trainer" / "trainer_state.json").write_text('{"step": 1, "policy_version": 1}')
+    (ckpt / "trainer" / "train_config.json").write_text("{}")
+    out = tmp_path / "export"
+    left = tmp_path / ".export.tmp"  # what a kill during the copy leaves: a half model
+    left.mkdir()
+    (left / "model.safetensors").write_bytes(b"half")
+    res = CliRunner().invoke(app, ["export", str(ckpt), "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert (out / "config.json").exists()
+
+
+def test_rollouts_name_their_model_by_its_absolute_path(tiny_model, tmp_path, monkeypatch):
+    problems = _problems(tmp_path, 1)
+    monkeypatch.chdir(tiny_model.parent)
+    res = CliRunner().invoke(app, ["rollout", "-p", str(problems), "-m", tiny_model.name, "-o", str(tmp_path / "r.jsonl"),
+                                   "--n", "1", "--max-tokens", "4", "--engine", "hf", "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in rows} == {str(tiny_model.resolve())}

@@ -260,6 +260,7 @@ def claim_output(
         now_inputs = {k: fingerprint(p) for k, p in named.items()}
         claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs)
         _check_existing(claim, kind, expect, overwrite)
+        _say_unchecked(claim, named)
         aside = None
         if not claim.resume and not claim.finished:
             aside = _move_aside(out, kind)  # ours (checked above), made with other settings: start over
@@ -277,6 +278,27 @@ def claim_output(
             raise
         if aside is not None:
             shutil.rmtree(aside)
+
+
+def _say_unchecked(claim: Claim, named: Mapping[str, str]) -> None:
+    """An input read from stdin cannot be compared with the one that made an earlier output: a
+    finished one is refused (it would be 'nothing to do' for data never looked at), a partial one
+    is continued with a warning."""
+    piped = [k for k, p in named.items() if p == STDIO]
+    if not piped or not (claim.finished or claim.resume):
+        return
+    if claim.finished:
+        raise UsageError(
+            f"{claim.path} is finished, and its {' and '.join(piped)} input comes from stdin, which "
+            "mcoder cannot compare with the input that made it",
+            hint="give that input as a file, or pass --overwrite to make the output again from stdin",
+        )
+    from mcoder import console
+
+    console.warn(
+        f"continuing {claim.path}: its {' and '.join(piped)} input comes from stdin and cannot be "
+        "checked against the input it was started from"
+    )
 
 
 def _check_paths(out: str, kind: str, flag: str) -> None:
@@ -654,6 +676,20 @@ def _write_sidecar(out: str, stage: str, settings: dict, inputs: dict, *, finish
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+def temp_folder(out: str | os.PathLike) -> Path:
+    """A new, empty ``.OUT.tmp`` beside ``out`` for a folder written whole then renamed into place
+    (checkpoints, exports). One name per output: what a killed save left is removed here, by the
+    next save (the caller holds the output's lock)."""
+    head, name = os.path.split(_plain(out))
+    tmp = Path(head, f".{name}.tmp")
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp)
+    elif os.path.lexists(tmp):
+        tmp.unlink()
+    tmp.mkdir(parents=True)
+    return tmp
 
 
 # ----------------------------------------------------------------------------- whole documents

@@ -42,8 +42,8 @@ def _cli_type(tp: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return ",".join(map(str, value))
+    if isinstance(value, (tuple, list)):  # spaced: a long default wraps at 80 columns instead of being cut
+        return ", ".join(map(str, value))
     return "off" if value is False else "on" if value is True else str(value)
 
 

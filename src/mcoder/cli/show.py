@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import FLAG, INPUT, IO_PANEL, OUTPUT_FILE, HelpFlag, command_options, guarded
+from mcoder.cli.common import (
+    FLAG,
+    INPUT,
+    IO_PANEL,
+    OUTPUT_FILE,
+    HelpFlag,
+    Quiet,
+    apply_quiet,
+    command_options,
+    guarded,
+)
 
 FILTERS = "Filters"
 VIEW = "View"
@@ -112,6 +122,7 @@ def register(app: typer.Typer) -> None:
             ),
             INPUT,
         ] = None,
+        quiet: Quiet = False,
         help_: HelpFlag = False,
     ) -> None:
         """Read a rollout batch: a line per group, or each sample in full; --html writes a report page."""
@@ -121,6 +132,7 @@ def register(app: typer.Typer) -> None:
         from mcoder.show.collect import UNJUDGED, Filters
         from mcoder.show.stage import ShowConfig, run
 
+        apply_quiet(quiet)
         if limit < 0:
             raise UsageError(f"--limit {limit} is negative", hint="0 shows every sample")
         known = (*STATUSES, UNJUDGED)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcoder import console
-from mcoder.errors import UsageError
+from mcoder.errors import DataError, UsageError
 from mcoder.show import collect, terminal
 
 DEFAULT_FULL_LIMIT = 20
@@ -42,6 +42,11 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
     batch = collect.load(cfg.target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
     for note in batch.notes:
         console.warn(note)
+    if not batch.samples:  # an empty file is bad input, not "no match"
+        raise DataError(
+            "no rollouts to show", path=str(cfg.target),
+            hint="give the rollouts file of `mcoder rollout`, a step folder or a run folder",
+        )  # fmt: skip
     chosen = [s for s in batch.samples if cfg.filters.keep(s)]
     if cfg.filters.rollout_id is not None and not chosen:
         raise UsageError(
