@@ -307,3 +307,20 @@ def test_rollouts_name_their_model_by_its_absolute_path(tiny_model, tmp_path, mo
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert {r["model"] for r in rows} == {str(tiny_model.resolve())}
+
+
+def test_a_huge_statement_is_skipped_without_being_tokenized(tiny_model, tmp_path):
+    from mcoder.models import load_tokenizer
+    from mcoder.records import Problem
+    from mcoder.rollout.problems import PromptBudget
+
+    tokenizer = load_tokenizer(tiny_model)
+    budget = PromptBudget.of(str(tiny_model), 4)
+    longest = max(map(len, tokenizer.get_vocab()))  # no token covers more characters
+    huge = Problem(id="huge", source="t", question="x" * (budget.limit * longest + 1), tests=[])
+    calls = []
+    real = tokenizer.apply_chat_template  # counted, not replaced
+    tokenizer.apply_chat_template = lambda *a, **k: calls.append(1) or real(*a, **k)
+    assert budget.render(huge, tokenizer) is None and not calls  # known too long without tokenizing
+    small = Problem(id="small", source="t", question="add two numbers", tests=[])
+    assert budget.render(small, tokenizer) is not None and calls

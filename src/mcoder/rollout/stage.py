@@ -21,7 +21,6 @@ from mcoder import console
 from mcoder.errors import EnvironmentMissing
 from mcoder.jsonl import STDIO, RecordWriter, display_name
 from mcoder.outputs import claim_output
-from mcoder.prompts import render_prompt
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
 from mcoder.rollout.problems import SHOWN_LONG, PromptBudget, count_problems, iter_problems, spooled_stdin
@@ -138,10 +137,10 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
         while chunk := list(itertools.islice(todo, per_call)):
             keep, prompts = [], []
             for p in chunk:  # every prompt is measured before it is sampled
-                text, ids = render_prompt(p, tokenizer)
-                if budget.fits(ids):
+                prompt = budget.render(p, tokenizer)
+                if prompt is not None:
                     keep.append(p)
-                    prompts.append((text, ids))
+                    prompts.append(prompt)
                 else:
                     summary.too_long += 1
                     if len(summary.too_long_ids) < SHOWN_LONG:
