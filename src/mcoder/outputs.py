@@ -731,6 +731,7 @@ def write_document(
     existing file is replaced only when mcoder wrote it and nobody changed it since."""
     p = os.fspath(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    check_document(p, stage=stage, flag=flag, inputs=inputs)  # a path under a file: refused, not mkdir'd
     os.makedirs(os.path.dirname(_plain(p)), exist_ok=True)
     with hold_lock(p):
         check_document(p, stage=stage, flag=flag, inputs=inputs)
