@@ -324,3 +324,25 @@ def test_a_huge_statement_is_skipped_without_being_tokenized(tiny_model, tmp_pat
     assert budget.render(huge, tokenizer) is None and not calls  # known too long without tokenizing
     small = Problem(id="small", source="t", question="add two numbers", tests=[])
     assert budget.render(small, tokenizer) is not None and calls
+
+
+@pytest.mark.slow  # two real rollout processes on 40 problems
+def test_ctrl_c_stops_a_rollout_without_a_traceback_and_the_rerun_continues(tiny_model, tmp_path):
+    problems = tmp_path / "problems.jsonl"
+    row = json.loads((EXAMPLES / "stdin.jsonl").read_text().splitlines()[0])
+    problems.write_text("".join(json.dumps({**row, "id": f"p{i}"}) + "\n" for i in range(40)))
+    out = tmp_path / "r.jsonl"
+    argv = [sys.executable, "-m", "mcoder", "rollout", "-p", str(problems), "-m", str(tiny_model), "-o", str(out),
+            "--n", "2", "--max-tokens", "16", "--engine", "hf", "--batch-size", "2"]  # fmt: skip
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    part = Path(f"{out}.part")
+    while not (part.exists() and part.read_text().count("\n") >= 2):
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert part.read_text().count("\n") < 80  # stopped before the end
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "resuming" in done.stderr, done.stderr
+    assert len({json.loads(line)["id"] for line in out.read_text().splitlines()}) == 80
