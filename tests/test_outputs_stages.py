@@ -229,7 +229,7 @@ def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(t
     rollouts = _rollouts(tmp_path, problems, [ECHO, *[SLEEPS] * 5])
     out = tmp_path / "v.jsonl"
     argv = [sys.executable, "-m", "mcoder", "judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
-            "-w", "1", "--timeout", "0.5", "--wall-factor", "2", "--no-cache"]  # fmt: skip
+            "-w", "1", "--timeout", "1", "--wall-factor", "2", "--no-cache"]  # fmt: skip
     # its own session: SIGINT to the whole group, as a terminal's Ctrl-C reaches every process in it
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
     part = Path(f"{out}.part")

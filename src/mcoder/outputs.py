@@ -326,9 +326,10 @@ def _parts(out: str, kind: str) -> list[str]:
 
 def _move_aside(out: str, kind: str) -> Path | None:
     """Move an earlier output (and its sidecar) into ``.OUT.aside/``; None when there was none."""
-    present = [p for p in _parts(out, kind) if os.path.lexists(p)]
-    if not present or not any(os.path.lexists(p) for p in _parts(out, kind)[:-1]):
-        return None
+    *output, _ = parts = _parts(out, kind)
+    if not any(os.path.lexists(p) for p in output):
+        return None  # a sidecar alone describes nothing: the new one replaces it
+    present = [p for p in parts if os.path.lexists(p)]
     aside = aside_path(out)
     aside.mkdir()
     for p in present:
