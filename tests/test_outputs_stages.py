@@ -346,3 +346,14 @@ def test_ctrl_c_stops_a_rollout_without_a_traceback_and_the_rerun_continues(tiny
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "resuming" in done.stderr, done.stderr
     assert len({json.loads(line)["id"] for line in out.read_text().splitlines()}) == 80
+
+
+def test_a_run_folder_refusal_offers_no_flag_the_loop_lacks(tmp_path):
+    from mcoder.loop.loop import claim_run_folder
+
+    run = tmp_path / "old-run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")  # the shape of a run folder, without mcoder's record
+    with pytest.raises(Exception, match="no record") as e, claim_run_folder(_loop_cfg(tmp_path, tmp_path / "p", run)):
+        pass
+    assert "--overwrite" not in e.value.hint and "--run-dir" in e.value.hint

@@ -29,8 +29,9 @@ Three things happen before the stage reads its inputs or writes anything:
 - **Resume only what still matches.** The settings that decide what the output holds and a
   fingerprint of each input are kept in ``OUT.meta.json`` (the sidecar). A rerun continues an
   unfinished output only when both match; otherwise it exits 2 listing what changed, and
-  ``--overwrite`` starts over (the earlier output is removed once the new run holds the lock,
-  so no record made with the old settings survives into the new one). A finished output whose
+  ``--overwrite`` starts over (the earlier output is moved aside once the new run holds the
+  lock, so no record made with the old settings survives into the new one; see below for when
+  it comes back). A finished output whose
   settings and inputs match is a no-op that says so. A run stopped before it wrote a record
   (bad input, say) removes its sidecar again: a refused run leaves nothing behind.
 
@@ -205,6 +206,10 @@ class Claim:
     finished: bool = False
     """The output is finished with these settings and inputs: nothing to do."""
     stdout: bool = False
+    flag: str = "--out"
+    """The option that named the output, for messages."""
+    can_overwrite: bool = True
+    """The command has --overwrite (the loop's run folder does not), for hints."""
     settings: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
 
@@ -232,6 +237,7 @@ def claim_output(
     kind: str = "jsonl",
     expect: Sequence[str] = (),
     flag: str = "--out",
+    can_overwrite: bool = True,
 ) -> Iterator[Claim]:
     """Lock ``path``, check it against its sidecar, and say whether to resume (see the module).
 
@@ -241,7 +247,8 @@ def claim_output(
     ``kind``: "jsonl" (a file, resumed through ``OUT.part``) or "dir" (a folder).
     ``expect``: jsonl: fields the first record of a file of this stage has; dir: files the
     folder has. An existing output without them is not this stage's and is never touched.
-    ``flag``: the option that named ``path``, for messages.
+    ``flag``: the option that named ``path``, for messages; ``can_overwrite``: whether the
+    command has ``--overwrite`` (hints offer it only then).
     Raises ``UsageError`` (exit 2) for a locked, foreign or mismatching output, and for a path
     ``check_target`` refuses.
     """
@@ -258,7 +265,8 @@ def claim_output(
         _recover_aside(out, kind)
         now_settings = _jsonable(dict(settings))
         now_inputs = {k: fingerprint(p) for k, p in named.items()}
-        claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs)
+        claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs, flag=flag,
+                      can_overwrite=can_overwrite)  # fmt: skip
         _check_existing(claim, kind, expect, overwrite)
         _say_unchecked(claim, named)
         aside = None
@@ -379,18 +387,18 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
     meta = read_sidecar(out)
     if meta is None or not present:
         if present:
-            _refuse_foreign(out, present, kind, expect)
+            _refuse_foreign(out, present, kind, expect, claim.flag)
             if not overwrite:
                 raise UsageError(
                     f"{present} exists but has no record of the settings that made it "
                     f"({sidecar_path(out).name})",
-                    hint="pass --overwrite to make it again, or choose another --out",
+                    hint=_again(claim, "make it again"),
                 )
         return
     if meta.get("stage") != claim.stage:
         raise UsageError(
             f"{out} is the output of `mcoder {meta.get('stage')}`, not of `mcoder {claim.stage}`",
-            hint=KEEP_HINT,
+            hint=KEEP_HINT.replace("--out", claim.flag),
         )
     finished = meta.get("finished")
     changed_since = False
@@ -398,20 +406,19 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
         now = fingerprint(out)
         changed_since = (now.get("size"), now.get("sha256")) != (finished.get("size"), finished.get("sha256"))
         if changed_since:  # someone wrote there after us: it may no longer be ours at all
-            _refuse_foreign(out, out, kind, expect)
+            _refuse_foreign(out, out, kind, expect, claim.flag)
     if overwrite:
         return
     if changed_since:
         raise UsageError(
             f"{out} was changed after mcoder finished it",
-            hint="pass --overwrite to make it again, or choose another --out",
+            hint=_again(claim, "make it again"),
         )
     changes = describe_changes(meta, claim.settings, claim.inputs)
     if changes:
         raise UsageError(
             f"{out} was made with other settings or inputs: " + "; ".join(changes),
-            hint="rerun with the original ones to continue it, pass --overwrite to start over, "
-            "or choose another --out",
+            hint="rerun with the original ones to continue it, " + _again(claim, "start over"),
         )
     claim.finished = bool(finished) and os.path.exists(out)
     claim.resume = not claim.finished
@@ -429,11 +436,17 @@ def _existing(out: str, kind: str) -> str | None:
     return None
 
 
-def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str]) -> None:
+def _again(claim: Claim, what: str) -> str:
+    other = f"choose another {claim.flag}"
+    return f"pass --overwrite to {what}, or {other}" if claim.can_overwrite else other
+
+
+def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str], flag: str = "--out") -> None:
     """Refuse an existing ``present`` that does not have this stage's shape."""
+    keep = KEEP_HINT.replace("--out", flag)
     if kind == "jsonl":
         if os.path.isdir(present):
-            raise UsageError(f"--out {out} is a folder; this stage writes a JSONL file", hint=KEEP_HINT)
+            raise UsageError(f"{flag} {out} is a folder; this stage writes a JSONL file", hint=keep)
         first = _first_record(present)
         missing = [f for f in expect if first is None or f not in first]
         if first is None or missing:
@@ -444,16 +457,16 @@ def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str]) ->
             )  # fmt: skip
             raise UsageError(
                 f"{present} exists and is not an output of this stage ({what})",
-                hint=KEEP_HINT,
+                hint=keep,
             )
     else:
         if not os.path.isdir(present):
-            raise UsageError(f"{present} exists and is a file; this stage writes a folder", hint=KEEP_HINT)
+            raise UsageError(f"{present} exists and is a file; this stage writes a folder", hint=keep)
         missing = [f for f in expect if not os.path.exists(os.path.join(present, f))]
         if missing:
             raise UsageError(
                 f"{present} exists and is not an output of this stage (no {', '.join(missing)} in it)",
-                hint=KEEP_HINT,
+                hint=keep,
             )
 
 

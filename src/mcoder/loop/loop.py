@@ -60,7 +60,7 @@ def claim_run_folder(cfg: LoopConfig):
 
     return claim_output(
         cfg.run_dir, stage="loop", settings={}, inputs={"problems": cfg.problems, "model": cfg.model},
-        kind="dir", expect=("config.json",), flag="--run-dir",
+        kind="dir", expect=("config.json",), flag="--run-dir", can_overwrite=False,
     )  # fmt: skip
 
 
