@@ -86,6 +86,14 @@ def test_a_rerun_goes_on_only_with_the_same_settings_and_inputs(tiny_model, batc
     changed = tmp_path / "v2.jsonl"
     changed.write_bytes((batch / "v.jsonl").read_bytes().replace(b'"reward":1.0', b'"reward":0.5'))
     assert _train(tiny_model, batch, out, verdicts=changed).exit_code == 2
+    # --overwrite is a transaction: a mistyped or malformed input leaves the trained checkpoint
+    files = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    assert _train(tiny_model, batch, out, "--overwrite", verdicts=tmp_path / "typo.jsonl").exit_code == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"rollout_id": \n')
+    assert _train(tiny_model, batch, out, "--overwrite", verdicts=bad).exit_code == 3
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == files
+    assert _train(tiny_model, batch, out).exit_code == 0  # still ours, still finished
     assert _train(tiny_model, batch, out, "--lr", "5e-3", "--overwrite").exit_code == 0
 
 
