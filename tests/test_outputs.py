@@ -213,3 +213,20 @@ def test_fingerprints_of_files_and_folders(tmp_path):
     (d / "config.json").write_text("{1}")
     assert fingerprint(d)["sha256"] != before["sha256"] and before["hashed"] == "folder"
     assert json.loads(json.dumps(before)) == before
+
+
+def test_a_document_is_replaced_only_while_it_is_as_mcoder_wrote_it(tmp_path):
+    from mcoder.outputs import write_document
+
+    doc = tmp_path / "bench.md"
+    write_document(doc, "table 1\n", stage="bench", flag="--markdown")
+    write_document(doc, "table 2\n", stage="bench", flag="--markdown")  # a rerun: ours, unchanged
+    assert doc.read_text() == "table 2\n" and read_sidecar(doc)["finished"]["size"] == 8
+    doc.write_text("table 2, with my notes\n")
+    with pytest.raises(UsageError, match="changed after mcoder wrote it"):
+        write_document(doc, "table 3\n", stage="bench", flag="--markdown")
+    with pytest.raises(UsageError, match="mcoder did not write it"):
+        write_document(doc, "html\n", stage="show", flag="--html")  # another command's file
+    assert doc.read_text() == "table 2, with my notes\n"
+    with pytest.raises(UsageError, match="is under a file"):
+        write_document(doc / "x.md", "t\n", stage="bench", flag="--markdown")

@@ -75,7 +75,7 @@ def test_two_judges_on_one_output_and_a_stale_lock(tmp_path):
     assert 1 <= lines(part) < 16
     rerun = mcoder(*args[:-1])
     assert rerun.returncode == 0, rerun.stderr
-    assert f"left by pid {first.pid}" in rerun.stderr and "resuming" in rerun.stderr
+    assert f"earlier run (pid {first.pid}, no longer running)" in rerun.stderr and "resuming" in rerun.stderr
     ids = [json.loads(x)["rollout_id"] for x in out.read_text().splitlines()]
     assert sorted(ids) == sorted(f"r{i}" for i in range(16))  # each once
 

@@ -97,15 +97,20 @@ def test_a_rerun_with_other_settings_is_refused_listing_them(tiny_model, src, tm
 def test_a_rerun_with_another_model_or_problems_is_refused(tiny_model, src, tmp_path):
     out = tmp_path / "r.jsonl"
     assert rollout(tiny_model, src, out, "--limit", "1").exit_code == 0
-    src.write_text(src.read_text().replace("squared", "cubed"))
+    original = src.read_text()
+    src.write_text(original.replace("squared", "cubed"))
     res = rollout(tiny_model, src, out, "--limit", "1")
     assert res.exit_code == 2 and "input problems changed" in res.stderr, res.output
+    src.write_text(original)
     other = tmp_path / "model-copy"
     other.mkdir()
     for f in tiny_model.iterdir():
         (other / f.name).write_bytes(f.read_bytes())
+    res = rollout(other, src, out, "--limit", "1")  # a copy is the same model: nothing to do
+    assert res.exit_code == 0 and "nothing to do" in res.stderr, res.output
+    (other / "config.json").write_text((other / "config.json").read_text() + " ")
     res = rollout(other, src, out, "--limit", "1")
-    assert res.exit_code == 2 and "model" in res.stderr
+    assert res.exit_code == 2 and "input model changed" in res.stderr, res.output
 
 
 def test_temperature_auto_prints_the_table_and_records_the_choice(tiny_model, src, tmp_path):

@@ -86,6 +86,14 @@ def test_a_rerun_goes_on_only_with_the_same_settings_and_inputs(tiny_model, batc
     changed = tmp_path / "v2.jsonl"
     changed.write_bytes((batch / "v.jsonl").read_bytes().replace(b'"reward":1.0', b'"reward":0.5'))
     assert _train(tiny_model, batch, out, verdicts=changed).exit_code == 2
+    # --overwrite is a transaction: a mistyped or malformed input leaves the trained checkpoint
+    files = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    assert _train(tiny_model, batch, out, "--overwrite", verdicts=tmp_path / "typo.jsonl").exit_code == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"rollout_id": \n')
+    assert _train(tiny_model, batch, out, "--overwrite", verdicts=bad).exit_code == 3
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == files
+    assert _train(tiny_model, batch, out).exit_code == 0  # still ours, still finished
     assert _train(tiny_model, batch, out, "--lr", "5e-3", "--overwrite").exit_code == 0
 
 
@@ -169,3 +177,18 @@ def test_rerunning_a_finished_loop_says_there_is_nothing_to_do(tiny_model, tmp_p
     assert again.exit_code == 0 and "nothing to do" in again.stderr and "steps 2..1" not in again.stderr
     assert again.stdout.strip().endswith(str(run / "checkpoint"))
     assert json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"] == 1
+
+
+def test_a_verdict_of_an_unknown_rollout_or_a_repeated_one_is_bad_data_naming_rollout_id(tiny_model, batch, tmp_path):
+    lines = (batch / "v.jsonl").read_text().splitlines()
+    stray = {**json.loads(lines[0]), "rollout_id": "not-in-the-batch/0/0"}
+    cases = {
+        "unknown.jsonl": ([*lines, json.dumps(stray)], "not in the rollouts file", len(lines) + 1),
+        "repeated.jsonl": ([*lines, lines[0]], "duplicate rollout_id", len(lines) + 1),
+    }
+    for name, (rows, words, line) in cases.items():
+        verdicts = tmp_path / name
+        verdicts.write_text("\n".join(rows) + "\n")
+        res = _train(tiny_model, batch, tmp_path / f"ckpt-{name}", verdicts=verdicts)
+        assert res.exit_code == 3, res.output
+        assert words in res.stderr and f"{name}:{line}" in res.stderr and "field 'rollout_id'" in res.stderr, res.stderr

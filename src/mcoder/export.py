@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +46,7 @@ class ExportJob:
 def export_checkpoint(job: ExportJob) -> Path:
     """Copy (or merge) the policy of ``job.checkpoint`` into ``job.out``, with its model card."""
     from mcoder.models import check_model_dir
-    from mcoder.outputs import claim_output
+    from mcoder.outputs import claim_output, temp_folder
     from mcoder.train.trainer import CONFIG_FILE, read_state, state_dir
 
     ckpt = Path(job.checkpoint)
@@ -83,7 +82,7 @@ def export_checkpoint(job: ExportJob) -> Path:
 
             info(claim.finished_message)
             return Path(job.out)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{Path(job.out).name}.", dir=Path(job.out).parent))
+        tmp = temp_folder(job.out)  # removes what an export killed half-way left
         try:
             if job.merge_lora:
                 _merge(folder, settings.get("dtype", "float32"), tmp)

@@ -86,10 +86,13 @@ def read_numbered(path: str | os.PathLike, cls: type[T]) -> Iterator[tuple[int, 
             raise DataError(e.reason, path=name, line=lineno, field=e.field, hint=e.hint) from None
 
 
-def index_records(path: str | os.PathLike, cls: type[T], key: Callable[[T], str]) -> dict[str, T]:
-    """All records of ``path`` by key; a repeated key is a data error naming both lines."""
+def index_records(
+    path: str | os.PathLike, cls: type[T], key: Callable[[T], str], field: str = "id"
+) -> dict[str, T]:
+    """All records of ``path`` by key (the record's ``field``); a repeated key is a data error
+    naming both lines and that field."""
     out: dict[str, T] = {}
-    ids = UniqueIds(path)
+    ids = UniqueIds(path, field=field)
     for lineno, rec in read_numbered(path, cls):
         k = key(rec)
         ids.add(k, lineno)

@@ -29,8 +29,9 @@ Three things happen before the stage reads its inputs or writes anything:
 - **Resume only what still matches.** The settings that decide what the output holds and a
   fingerprint of each input are kept in ``OUT.meta.json`` (the sidecar). A rerun continues an
   unfinished output only when both match; otherwise it exits 2 listing what changed, and
-  ``--overwrite`` starts over (the earlier output is removed once the new run holds the lock,
-  so no record made with the old settings survives into the new one). A finished output whose
+  ``--overwrite`` starts over (the earlier output is moved aside once the new run holds the
+  lock, so no record made with the old settings survives into the new one; see below for when
+  it comes back). A finished output whose
   settings and inputs match is a no-op that says so. A run stopped before it wrote a record
   (bad input, say) removes its sidecar again: a refused run leaves nothing behind.
 
@@ -55,6 +56,23 @@ a change (except a copy of a file above 256 MiB, whose mtime is in its hash); an
 from stdin (``-``) cannot be fingerprinted and is not compared.
 
 ``-`` (stdout) as ``OUT`` skips the lock, the guard and the sidecar: a pipe has no earlier state.
+
+What is at a path is judged by ``lstat``, never by its name (``check_target``): only a missing
+path is absent; a device, FIFO or socket is refused (as root, replacing ``/dev/null`` would delete
+it); a symbolic link is refused, naming where it points (writing through it would replace the
+link, or let two runs write one file under two names); an empty file is someone's file. A path
+under a file, a folder where a file is written (or the other way round) exits 2; a folder mcoder
+may not write in exits 4. Locks are keyed on the resolved path, so ``OUT`` reached through a
+linked folder shares its lock.
+
+``--overwrite`` is a transaction: the earlier output (with its part file and sidecar) is moved
+aside, not deleted, once the new run holds the lock; it is put back when the run stops before
+writing anything new (a mistyped or malformed input, Ctrl-C while the model loads), also by the
+next run when the first was killed, and removed once the new run has written something.
+
+Whole files written at once (bench tables, HTML reports, figures, LiveCodeBench files) go through
+``check_document`` (early, before the work) and ``write_document``: the same refusals, and an
+existing file is replaced only when its sidecar says mcoder wrote it and it is unchanged since.
 """
 
 from __future__ import annotations
@@ -66,23 +84,27 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcoder import __version__
-from mcoder.errors import UsageError
+from mcoder.errors import EnvironmentMissing, UsageError
 
 STDIO = "-"
 SIDECAR_SUFFIX = ".meta.json"
 LOCK_SUFFIX = ".lock"
+ASIDE_SUFFIX = ".aside"  # .OUT.aside/: the output --overwrite replaces, until the new one has begun
 FORMAT = 1
 FULL_HASH_LIMIT = 256 << 20  # bytes: files up to this size are hashed whole
 SAMPLE = 16 << 20  # bytes hashed at each end of a larger file
 FOLDER_SAMPLE = 1 << 20  # bytes hashed at each end of each file of an input folder
 
 KEEP_HINT = "choose another --out; mcoder never overwrites files it did not write"
+NEW_PATH_HINT = "choose a new path; mcoder writes regular files and folders only"
 
 
 def sidecar_path(out: str | os.PathLike) -> Path:
@@ -90,12 +112,84 @@ def sidecar_path(out: str | os.PathLike) -> Path:
 
 
 def lock_path(out: str | os.PathLike) -> Path:
-    return Path(_plain(out) + LOCK_SUFFIX)
+    """``OUT.lock`` beside the resolved ``OUT``: one lock whatever linked folder ``OUT`` is reached by."""
+    return Path(resolved(out) + LOCK_SUFFIX)
+
+
+def aside_path(out: str | os.PathLike) -> Path:
+    head, name = os.path.split(_plain(out))
+    return Path(head, f".{name}{ASIDE_SUFFIX}")
 
 
 def _plain(out: str | os.PathLike) -> str:
     """The path without a trailing slash (so that a folder's sidecar sits beside it)."""
     return os.path.abspath(os.fspath(out)).rstrip(os.sep) or os.sep
+
+
+def resolved(out: str | os.PathLike) -> str:
+    """``out`` with every link of its folders resolved (the last part is kept as it is)."""
+    head, name = os.path.split(_plain(out))
+    return os.path.join(os.path.realpath(head), name)
+
+
+# ----------------------------------------------------------------------------- what is there
+
+KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+def check_target(path: str | os.PathLike, *, flag: str = "--out", kind: str = "file") -> None:
+    """Refuse a path mcoder must not write, judged by ``lstat`` (see the module). ``kind``: "file" or
+    "dir". A missing path is checked for where it would be made: under a folder mcoder may write."""
+    p = os.fspath(path)
+    if p == STDIO:
+        return
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        _check_parent(p, flag)
+        return
+    except NotADirectoryError:
+        raise UsageError(f"{flag} {p} is under a file ({_file_above(p)}), not a folder", hint=NEW_PATH_HINT) from None
+    what = KINDS.get(stat.S_IFMT(st.st_mode))
+    if what is not None:
+        extra = f" to {os.readlink(p)}" if stat.S_ISLNK(st.st_mode) else ""
+        hint = "pass the path it points to" if extra else NEW_PATH_HINT
+        raise UsageError(f"{flag} {p} is {what}{extra}; mcoder does not write there", hint=hint)
+    if kind == "file" and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{flag} {p} is a folder; this writes a file there", hint=f"pass a file path, e.g. {p}/out")
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{flag} {p} is a file; this writes a folder there", hint=KEEP_HINT.replace("--out", flag))
+    _check_writable(os.path.dirname(_plain(p)), flag, p)
+
+
+def _check_parent(p: str, flag: str) -> None:
+    head = os.path.dirname(_plain(p))
+    while not os.path.lexists(head):
+        head = os.path.dirname(head)
+    if not os.path.isdir(head):
+        raise UsageError(f"{flag} {p} is under a file ({head}), not a folder", hint=NEW_PATH_HINT)
+    _check_writable(head, flag, p)
+
+
+def _file_above(p: str) -> str:
+    head = os.path.dirname(_plain(p))
+    while head != os.sep and not os.path.isfile(head):
+        head = os.path.dirname(head)
+    return head
+
+
+def _check_writable(folder: str, flag: str, p: str) -> None:
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise EnvironmentMissing(
+            f"{flag} {p}: cannot write in {folder} (permission denied or a read-only file system)",
+            hint="choose a folder you can write in, or fix its permissions",
+        )
 
 
 # ----------------------------------------------------------------------------- the claim
@@ -112,6 +206,10 @@ class Claim:
     finished: bool = False
     """The output is finished with these settings and inputs: nothing to do."""
     stdout: bool = False
+    flag: str = "--out"
+    """The option that named the output, for messages."""
+    can_overwrite: bool = True
+    """The command has --overwrite (the loop's run folder does not), for hints."""
     settings: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
 
@@ -138,6 +236,8 @@ def claim_output(
     overwrite: bool = False,
     kind: str = "jsonl",
     expect: Sequence[str] = (),
+    flag: str = "--out",
+    can_overwrite: bool = True,
 ) -> Iterator[Claim]:
     """Lock ``path``, check it against its sidecar, and say whether to resume (see the module).
 
@@ -147,7 +247,10 @@ def claim_output(
     ``kind``: "jsonl" (a file, resumed through ``OUT.part``) or "dir" (a folder).
     ``expect``: jsonl: fields the first record of a file of this stage has; dir: files the
     folder has. An existing output without them is not this stage's and is never touched.
-    Raises ``UsageError`` (exit 2) for a locked, foreign or mismatching output.
+    ``flag``: the option that named ``path``, for messages; ``can_overwrite``: whether the
+    command has ``--overwrite`` (hints offer it only then).
+    Raises ``UsageError`` (exit 2) for a locked, foreign or mismatching output, and for a path
+    ``check_target`` refuses.
     """
     if kind not in ("jsonl", "dir"):
         raise ValueError(f"kind {kind!r}")
@@ -156,22 +259,125 @@ def claim_output(
         yield Claim(path=STDIO, stage=stage, stdout=True)
         return
     out = os.fspath(path)
-    refuse_input_as_output(out, named)
+    refuse_input_as_output(out, named, flag=flag)
+    _check_paths(out, kind, flag)
     with hold_lock(out):
+        _recover_aside(out, kind)
         now_settings = _jsonable(dict(settings))
         now_inputs = {k: fingerprint(p) for k, p in named.items()}
-        claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs)
+        claim = Claim(path=out, stage=stage, settings=now_settings, inputs=now_inputs, flag=flag,
+                      can_overwrite=can_overwrite)  # fmt: skip
         _check_existing(claim, kind, expect, overwrite)
+        _say_unchecked(claim, named)
+        aside = None
         if not claim.resume and not claim.finished:
-            _discard(out, kind)  # ours (checked above), and made with other settings: start over
+            aside = _move_aside(out, kind)  # ours (checked above), made with other settings: start over
         if not claim.finished:
             _write_sidecar(out, stage, now_settings, now_inputs, finished=None)
         try:
             yield claim
         except BaseException:
-            if not claim.finished and not os.path.lexists(out) and not os.path.lexists(out + ".part"):
-                sidecar_path(out).unlink(missing_ok=True)  # refused before writing: leave nothing
+            if not claim.finished and _wrote_nothing(out, kind):
+                _clear_new(out, kind)  # refused or stopped before writing: leave what was there
+                if aside is not None:
+                    _restore(aside, out)
+            elif aside is not None:
+                shutil.rmtree(aside)
             raise
+        if aside is not None:
+            shutil.rmtree(aside)
+
+
+def _say_unchecked(claim: Claim, named: Mapping[str, str]) -> None:
+    """An input read from stdin cannot be compared with the one that made an earlier output: a
+    finished one is refused (it would be 'nothing to do' for data never looked at), a partial one
+    is continued with a warning."""
+    piped = [k for k, p in named.items() if p == STDIO]
+    if not piped or not (claim.finished or claim.resume):
+        return
+    if claim.finished:
+        raise UsageError(
+            f"{claim.path} is finished, and its {' and '.join(piped)} input comes from stdin, which "
+            "mcoder cannot compare with the input that made it",
+            hint="give that input as a file, or pass --overwrite to make the output again from stdin",
+        )
+    from mcoder import console
+
+    console.warn(
+        f"continuing {claim.path}: its {' and '.join(piped)} input comes from stdin and cannot be "
+        "checked against the input it was started from"
+    )
+
+
+def _check_paths(out: str, kind: str, flag: str) -> None:
+    """``check_target`` on OUT, and on the part file and sidecar mcoder keeps beside it."""
+    check_target(out, flag=flag, kind="dir" if kind == "dir" else "file")
+    extra = [out + ".part"] if kind == "jsonl" else []
+    for p in [*extra, str(sidecar_path(out))]:
+        if os.path.lexists(p):
+            check_target(p, flag=flag, kind="file")
+    side = sidecar_path(out)
+    if side.exists() and read_sidecar(out) is None:
+        raise UsageError(
+            f"{side} exists and is not a record mcoder wrote",
+            hint=f"move it away: mcoder keeps the settings of {flag} {out} there",
+        )
+
+
+# ----------------------------------------------------------------------------- --overwrite
+
+
+def _parts(out: str, kind: str) -> list[str]:
+    """What an output is made of on disk: OUT (and OUT.part), and its sidecar."""
+    return [out, *([out + ".part"] if kind == "jsonl" else []), str(sidecar_path(out))]
+
+
+def _move_aside(out: str, kind: str) -> Path | None:
+    """Move an earlier output (and its sidecar) into ``.OUT.aside/``; None when there was none."""
+    *output, _ = parts = _parts(out, kind)
+    if not any(os.path.lexists(p) for p in output):
+        return None  # a sidecar alone describes nothing: the new one replaces it
+    present = [p for p in parts if os.path.lexists(p)]
+    aside = aside_path(out)
+    aside.mkdir()
+    for p in present:
+        os.replace(p, aside / os.path.basename(p))
+    return aside
+
+
+def _restore(aside: Path, out: str) -> None:
+    """Put back what ``_move_aside`` moved, then remove the aside folder."""
+    head = os.path.dirname(_plain(out))
+    for entry in os.scandir(aside):
+        os.replace(entry.path, os.path.join(head, entry.name))
+    aside.rmdir()
+
+
+def _wrote_nothing(out: str, kind: str) -> bool:
+    """True while the run has made no output of its own (an empty part file does not count)."""
+    if os.path.lexists(out):
+        return False
+    part = out + ".part"
+    return kind != "jsonl" or not os.path.lexists(part) or os.path.getsize(part) == 0
+
+
+def _clear_new(out: str, kind: str) -> None:
+    if kind == "jsonl":
+        Path(out + ".part").unlink(missing_ok=True)
+    sidecar_path(out).unlink(missing_ok=True)
+
+
+def _recover_aside(out: str, kind: str) -> None:
+    """A run killed while it held an output moved aside: put the old one back if the killed run
+    wrote nothing, else drop it (the new output has begun)."""
+    aside = aside_path(out)
+    if not aside.is_dir():
+        return
+    if _wrote_nothing(out, kind):
+        _clear_new(out, kind)
+        _restore(aside, out)
+    else:
+        shutil.rmtree(aside)
 
 
 def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: bool) -> None:
@@ -181,18 +387,18 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
     meta = read_sidecar(out)
     if meta is None or not present:
         if present:
-            _refuse_foreign(out, present, kind, expect)
+            _refuse_foreign(out, present, kind, expect, claim.flag)
             if not overwrite:
                 raise UsageError(
                     f"{present} exists but has no record of the settings that made it "
                     f"({sidecar_path(out).name})",
-                    hint="pass --overwrite to make it again, or choose another --out",
+                    hint=_again(claim, "make it again"),
                 )
         return
     if meta.get("stage") != claim.stage:
         raise UsageError(
             f"{out} is the output of `mcoder {meta.get('stage')}`, not of `mcoder {claim.stage}`",
-            hint=KEEP_HINT,
+            hint=KEEP_HINT.replace("--out", claim.flag),
         )
     finished = meta.get("finished")
     changed_since = False
@@ -200,68 +406,67 @@ def _check_existing(claim: Claim, kind: str, expect: Sequence[str], overwrite: b
         now = fingerprint(out)
         changed_since = (now.get("size"), now.get("sha256")) != (finished.get("size"), finished.get("sha256"))
         if changed_since:  # someone wrote there after us: it may no longer be ours at all
-            _refuse_foreign(out, out, kind, expect)
+            _refuse_foreign(out, out, kind, expect, claim.flag)
     if overwrite:
         return
     if changed_since:
         raise UsageError(
             f"{out} was changed after mcoder finished it",
-            hint="pass --overwrite to make it again, or choose another --out",
+            hint=_again(claim, "make it again"),
         )
     changes = describe_changes(meta, claim.settings, claim.inputs)
     if changes:
         raise UsageError(
             f"{out} was made with other settings or inputs: " + "; ".join(changes),
-            hint="rerun with the original ones to continue it, pass --overwrite to start over, "
-            "or choose another --out",
+            hint="rerun with the original ones to continue it, " + _again(claim, "start over"),
         )
     claim.finished = bool(finished) and os.path.exists(out)
     claim.resume = not claim.finished
 
 
-def _discard(out: str, kind: str) -> None:
-    """Remove an earlier output that is being made again (so no old record survives a crash)."""
-    import shutil
-
+def _existing(out: str, kind: str) -> str | None:
+    """The earlier output's path (``OUT`` or ``OUT.part``) when there is one. An empty file is
+    someone's file; only an empty folder holds nothing to lose."""
     for p in (out, out + ".part") if kind == "jsonl" else (out,):
         if os.path.isdir(p) and not os.path.islink(p):
-            shutil.rmtree(p)
-        elif os.path.lexists(p):
-            os.unlink(p)
-
-
-def _existing(out: str, kind: str) -> str | None:
-    """The earlier output's path (``OUT`` or ``OUT.part``) when it holds anything."""
-    for p in (out, out + ".part") if kind == "jsonl" else (out,):
-        if os.path.isdir(p):
             if kind == "jsonl" or any(os.scandir(p)):
                 return p
-        elif os.path.exists(p) and (kind == "dir" or os.path.getsize(p) > 0):
+        elif os.path.lexists(p):
             return p
     return None
 
 
-def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str]) -> None:
+def _again(claim: Claim, what: str) -> str:
+    other = f"choose another {claim.flag}"
+    return f"pass --overwrite to {what}, or {other}" if claim.can_overwrite else other
+
+
+def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str], flag: str = "--out") -> None:
     """Refuse an existing ``present`` that does not have this stage's shape."""
+    keep = KEEP_HINT.replace("--out", flag)
     if kind == "jsonl":
         if os.path.isdir(present):
-            raise UsageError(f"--out {out} is a folder; this stage writes a JSONL file", hint=KEEP_HINT)
+            raise UsageError(f"{flag} {out} is a folder; this stage writes a JSONL file", hint=keep)
         first = _first_record(present)
         missing = [f for f in expect if first is None or f not in first]
         if first is None or missing:
-            what = "no JSON record" if first is None else f"no field {', '.join(repr(m) for m in missing)}"
+            what = (
+                "it is empty" if os.path.getsize(present) == 0
+                else "its first line has no JSON record" if first is None
+                else f"its first line has no field {', '.join(repr(m) for m in missing)}"
+            )  # fmt: skip
             raise UsageError(
-                f"{present} exists and is not an output of this stage (its first line has {what})",
-                hint=KEEP_HINT,
+                f"{present} exists and is not an output of this stage ({what})",
+                hint=keep,
             )
     else:
         if not os.path.isdir(present):
-            raise UsageError(f"{present} exists and is a file; this stage writes a folder", hint=KEEP_HINT)
+            raise UsageError(f"{present} exists and is a file; this stage writes a folder", hint=keep)
         missing = [f for f in expect if not os.path.exists(os.path.join(present, f))]
         if missing:
             raise UsageError(
                 f"{present} exists and is not an output of this stage (no {', '.join(missing)} in it)",
-                hint=KEEP_HINT,
+                hint=keep,
             )
 
 
@@ -279,7 +484,9 @@ def _first_record(path: str) -> dict | None:
     return None
 
 
-def refuse_input_as_output(out: str | os.PathLike, inputs: Mapping[str, str | os.PathLike]) -> None:
+def refuse_input_as_output(
+    out: str | os.PathLike, inputs: Mapping[str, str | os.PathLike], flag: str = "--out"
+) -> None:
     """UsageError when ``out`` (or its part file) is one of ``inputs``: same inode or real path."""
     out = os.fspath(out)
     if out == STDIO:
@@ -291,7 +498,7 @@ def refuse_input_as_output(out: str | os.PathLike, inputs: Mapping[str, str | os
         for candidate in (out, out + ".part"):
             if _same_file(candidate, p):
                 raise UsageError(
-                    f"--out {out} is also the {name} input ({p})",
+                    f"{flag} {out} is also the {name} input ({p})",
                     hint="write the output to a new file; the input is left as it is",
                 )
 
@@ -318,7 +525,9 @@ def hold_lock(out: str | os.PathLike) -> Iterator[Path]:
     if stale is not None and stale != os.getpid():
         from mcoder import console
 
-        console.info(f"taking over the lock of {os.fspath(out)} left by pid {stale}, no longer running")
+        # The kernel freed the lock, so its holder is gone; its pid may be another process's now.
+        gone = "no longer running" if not _pid_alive(stale) else "ended; that pid now belongs to another process"
+        console.info(f"taking over the lock of {os.fspath(out)} left by an earlier run (pid {stale}, {gone})")
     try:
         yield lock
     finally:
@@ -332,7 +541,13 @@ def hold_lock(out: str | os.PathLike) -> Iterator[Path]:
 def _acquire(lock: Path, out: str) -> tuple[int, int | None]:
     """The locked file's descriptor, and the pid a dead holder left in it (if any)."""
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # never through a link, never blocking on a FIFO someone left under this name
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as e:
+            raise UsageError(f"cannot lock {out}: {lock} is not a lock file ({e.strerror})", hint="move it away") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UsageError(f"cannot lock {out}: {lock} is not a regular file", hint="move it away")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -355,6 +570,16 @@ def _acquire(lock: Path, out: str) -> tuple[int, int | None]:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         return fd, stale
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _read_pid(fd: int) -> int | None:
@@ -465,3 +690,69 @@ def _write_sidecar(out: str, stage: str, settings: dict, inputs: dict, *, finish
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+def temp_folder(out: str | os.PathLike) -> Path:
+    """A new, empty ``.OUT.tmp`` beside ``out`` for a folder written whole then renamed into place
+    (checkpoints, exports). One name per output: what a killed save left is removed here, by the
+    next save (the caller holds the output's lock)."""
+    head, name = os.path.split(_plain(out))
+    tmp = Path(head, f".{name}.tmp")
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp)
+    elif os.path.lexists(tmp):
+        tmp.unlink()
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+# ----------------------------------------------------------------------------- whole documents
+
+
+def check_document(
+    path: str | os.PathLike, *, stage: str, flag: str, inputs: Mapping[str, str | os.PathLike | None] | None = None
+) -> None:
+    """Refuse, before the work, a document path ``write_document`` would refuse (see the module)."""
+    p = os.fspath(path)
+    if p == STDIO:
+        return
+    refuse_input_as_output(p, {k: v for k, v in (inputs or {}).items() if v is not None}, flag=flag)
+    check_target(p, flag=flag, kind="file")
+    side = sidecar_path(p)
+    if os.path.lexists(side):
+        check_target(side, flag=flag, kind="file")
+    if not os.path.lexists(p):
+        return
+    meta = read_sidecar(p)
+    if meta is None or meta.get("stage") != stage or not meta.get("finished"):
+        raise UsageError(f"{flag} {p} exists and mcoder did not write it", hint=KEEP_HINT.replace("--out", flag))
+    now, was = fingerprint(p), meta["finished"]
+    if (now.get("size"), now.get("sha256")) != (was.get("size"), was.get("sha256")):
+        raise UsageError(
+            f"{flag} {p} was changed after mcoder wrote it", hint=KEEP_HINT.replace("--out", flag)
+        )
+
+
+def write_document(
+    path: str | os.PathLike,
+    data: bytes | str,
+    *,
+    stage: str,
+    flag: str,
+    inputs: Mapping[str, str | os.PathLike | None] | None = None,
+) -> None:
+    """Write a whole file at once, under its lock and through a temp file, then its sidecar; an
+    existing file is replaced only when mcoder wrote it and nobody changed it since."""
+    p = os.fspath(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    check_document(p, stage=stage, flag=flag, inputs=inputs)  # a path under a file: refused, not mkdir'd
+    os.makedirs(os.path.dirname(_plain(p)), exist_ok=True)
+    with hold_lock(p):
+        check_document(p, stage=stage, flag=flag, inputs=inputs)
+        head, name = os.path.split(_plain(p))
+        tmp = os.path.join(head, f".{name}.part")
+        Path(tmp).unlink(missing_ok=True)  # a leftover of a killed run (we hold the lock)
+        with open(tmp, "xb") as f:
+            f.write(raw)
+        os.replace(tmp, p)
+        _write_sidecar(p, stage, {}, {}, finished=fingerprint(p))

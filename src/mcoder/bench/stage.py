@@ -40,6 +40,7 @@ class BenchResult:
 
 def run(cfg: BenchConfig) -> BenchResult:
     """Everything the command was asked for, in order: the table, then the plots."""
+    check_outputs(cfg)
     result = BenchResult()
     if cfg.wants_table:
         result = score(cfg.problems, cfg.verdicts, cfg.ks, cfg.baseline, cfg.rating_bounds)
@@ -86,7 +87,31 @@ def write_junit(cfg: BenchConfig, result: BenchResult) -> None:
         source=display_name(cfg.verdicts),
         gate_regressions=cfg.gates.fail_on_regression,
     )
-    _write(cfg.junit, text, result)
+    _write(cfg.junit, text, result, "--junit", _inputs(cfg))
+
+
+DOCUMENTS = (
+    ("markdown", "--markdown"), ("json_out", "--json"), ("lcb_out", "--lcb-out"), ("junit", "--junit"),
+)  # fmt: skip
+
+
+def check_outputs(cfg: BenchConfig) -> None:
+    """Every file this bench will write, refused before any work when it may not be written
+    (``mcoder.outputs``: an input, a file mcoder did not write, a device, a link)."""
+    from mcoder.outputs import check_document, check_target, refuse_input_as_output
+
+    for name, flag in DOCUMENTS:
+        if getattr(cfg, name) is not None:
+            check_document(getattr(cfg, name), stage="bench", flag=flag, inputs=_inputs(cfg))
+    if cfg.plots:
+        refuse_input_as_output(cfg.plots_dir, {f"--run-dir {d}": d for d in cfg.run_dirs}, flag="--out-dir")
+        check_target(cfg.plots_dir, flag="--out-dir", kind="dir")
+
+
+def _inputs(cfg: BenchConfig) -> dict:
+    runs = {f"run {i}": Path(d) / "metrics.jsonl" for i, d in enumerate(cfg.run_dirs)}
+    return {"problems": cfg.problems, "verdicts": cfg.verdicts, "rollouts": cfg.rollouts,
+            "baseline": cfg.baseline, **runs}  # fmt: skip
 
 
 def score(
@@ -130,10 +155,12 @@ def publish(cfg: BenchConfig, result: BenchResult) -> None:
     else:
         console.emit(result.summary)
     if cfg.markdown is not None:
-        _write(cfg.markdown, render.markdown(result.table, result.baseline, result.notes), result)
+        text = render.markdown(result.table, result.baseline, result.notes)
+        _write(cfg.markdown, text, result, "--markdown", _inputs(cfg))
     if cfg.json_out is not None:
         doc = render.to_json(result.table, result.baseline, result.notes, cfg.rating_bounds)
-        _write(cfg.json_out, orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n", result)
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+        _write(cfg.json_out, text, result, "--json", _inputs(cfg))
 
 
 def _tally(
@@ -152,7 +179,7 @@ def write_lcb(cfg: BenchConfig, result: BenchResult) -> None:
     entries, notes = lcb_results.build(cfg.problems, cfg.rollouts, cfg.verdicts, cfg.rating_bounds)
     for note in notes:
         console.warn(note)
-    _write(cfg.lcb_out, lcb_results.dumps(entries), result)
+    _write(cfg.lcb_out, lcb_results.dumps(entries), result, "--lcb-out", _inputs(cfg))
 
 
 def table_notes(
@@ -197,15 +224,14 @@ def _ids(ids: list[str]) -> str:
     return shown + (f", ... ({len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else "")
 
 
-def _write(path: Path, text: str, result: BenchResult) -> None:
-    """Write a whole file through a temp file and print its path; '-' writes the text to stdout."""
+def _write(path: Path, text: str, result: BenchResult, flag: str, inputs: dict) -> None:
+    """Write a whole file through the output guard and print its path; '-' writes the text to stdout."""
+    from mcoder.outputs import write_document
+
     if str(path) == "-":
         console.emit(text.rstrip("\n"))
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_document(path, text, stage="bench", flag=flag, inputs=inputs)
     result.written.append(path)
     console.emit(str(path))
 
@@ -213,7 +239,7 @@ def _write(path: Path, text: str, result: BenchResult) -> None:
 def plot_runs(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     """Read each run's metrics.jsonl, draw the figures, write the PNGs, print their paths."""
     from mcoder.bench.metrics import read_run, run_labels
-    from mcoder.bench.plots import build_figures, save_figures
+    from mcoder.bench.plots import build_figures
 
     runs = [read_run(d, label) for d, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
     for run_ in runs:
@@ -222,7 +248,23 @@ def plot_runs(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     figures, notes = build_figures(runs)
     for note in notes:
         console.info(f"note: {note}")
-    written = save_figures(figures, out_dir)
-    for path in written:
-        console.emit(str(path))
+    written = _save_figures(figures, out_dir, {r.label: Path(d) / "metrics.jsonl" for r, d in zip(runs, run_dirs, strict=True)})
     return written
+
+
+def _save_figures(figures: dict, out_dir: Path, inputs: dict) -> list[Path]:
+    """Each figure as OUT_DIR/<group>.png, through the output guard: a PNG of the user's there
+    (one mcoder did not write, or changed since) is refused, not replaced."""
+    import io
+
+    from mcoder.outputs import check_document, write_document
+
+    paths = {name: out_dir / f"{name}.png" for name in figures}
+    for path in paths.values():  # all refused before the first is written
+        check_document(path, stage="bench", flag="--out-dir", inputs=inputs)
+    for name, fig in figures.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        write_document(paths[name], buf.getvalue(), stage="bench", flag="--out-dir", inputs=inputs)
+        console.emit(str(paths[name]))
+    return list(paths.values())

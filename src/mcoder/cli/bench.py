@@ -9,7 +9,10 @@ import typer
 
 from mcoder.cli.common import (
     FLAG,
+    INPUT,
     IO_PANEL,
+    OUTPUT_DIR,
+    OUTPUT_FILE,
     HelpFlag,
     ProblemsPath,
     Quiet,
@@ -43,6 +46,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Verdicts JSONL ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json).",
             ),
+            INPUT,
         ] = None,
         rollouts: RolloutsPath = None,  # type: ignore[assignment]  (only --lcb-out reads them)
         k: Annotated[
@@ -58,14 +62,17 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=TABLES,
                 help="Verdicts of another model, or a LiveCodeBench results file: adds deltas to every table.",
             ),
+            INPUT,
         ] = None,
         markdown: Annotated[
             Path | None,
             typer.Option("--markdown", rich_help_panel=IO_PANEL, help="Write the tables as markdown here."),
+            OUTPUT_FILE,
         ] = None,
         json_out: Annotated[
             Path | None,
             typer.Option("--json", rich_help_panel=IO_PANEL, help="Write every number as JSON here."),
+            OUTPUT_FILE,
         ] = None,
         lcb_out: Annotated[
             Path | None,
@@ -74,6 +81,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Write LiveCodeBench's results file (Scenario.codegeneration_N_T_eval_all.json); needs --rollouts.",
             ),
+            OUTPUT_FILE,
         ] = None,
         junit: Annotated[
             Path | None,
@@ -125,6 +133,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=PLOTS,
                 help="A training run folder with metrics.jsonl; repeat to compare runs.",
             ),
+            INPUT,
         ] = None,
         plots: Annotated[
             bool,
@@ -142,6 +151,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=PLOTS,
                 help="Folder for the figures (default RUN/plots for one run).",
             ),
+            OUTPUT_DIR,
         ] = None,
         quiet: Quiet = False,
         help_: HelpFlag = False,

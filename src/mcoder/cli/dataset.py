@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from mcoder.cli.common import (
+    INPUT,
     IO_PANEL,
+    OUTPUT_FILE,
     HelpFlag,
     ModelPath,
     OutPath,
@@ -43,6 +45,7 @@ def register(app: typer.Typer) -> None:
                 "by name through datasets.load_dataset: hf:NAME, hf:NAME:SPLIT or hf:NAME@CONFIG:SPLIT "
                 "(e.g. hf:deepmind/code_contests:test).",
             ),
+            INPUT,
         ] = None,
         fmt: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "auto",
         min_tests: Annotated[int, typer.Option("--min-tests", help="Skip problems with fewer tests.")] = 0,
@@ -62,6 +65,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--decontaminate", help="Benchmark problems JSONL to remove from the set (repeatable)."
             ),
+            INPUT,
         ] = None,
         ngram: Annotated[int, typer.Option("--ngram", help="Word n-gram size of decontamination.")] = 13,
         decontam_min_overlap: Annotated[
@@ -97,6 +101,7 @@ def register(app: typer.Typer) -> None:
         difficulty_from: Annotated[
             list[Path] | None,
             typer.Option("--difficulty-from", help="Verdicts JSONL of the target model on these problems."),
+            INPUT,
         ] = None,
         keep_pass_rate: Annotated[
             str | None,
@@ -128,6 +133,7 @@ def register(app: typer.Typer) -> None:
         report: Annotated[
             Path | None,
             typer.Option("--report", help="Build report (markdown; a .json twin is written beside)."),
+            OUTPUT_FILE,
         ] = None,
         limit: Annotated[
             list[str] | None,
@@ -204,7 +210,7 @@ DIFFICULTY_HELP = (
     "pass rates, and problems are kept by predicted pass rate."
 )
 ScoresPath = Annotated[
-    Path, typer.Option("--scores", "-s", rich_help_panel=IO_PANEL, help="Scores JSONL from `predict`.")
+    Path, typer.Option("--scores", "-s", rich_help_panel=IO_PANEL, help="Scores JSONL from `predict`."), INPUT
 ]
 
 
@@ -228,7 +234,7 @@ def _difficulty() -> typer.Typer:
             for p in inspect.signature(fn, eval_str=True).parameters.values()
             if p.kind is not inspect.Parameter.VAR_KEYWORD
         ]
-        params = [*written, *config_options(cls, skip=hand)]
+        params = [*written, *config_options(cls, skip=hand, roles={"adapter": INPUT, "verdicts": INPUT})]
         doc = (fn.__doc__ or "").strip()
         group.command(**command_options(name, help=doc, example=example))(with_options(guarded(fn), params))
     return group
@@ -274,7 +280,8 @@ def _calibrate(
 def _select(
     problems: ProblemsPath, scores: ScoresPath,
     calibration: Annotated[
-        Path, typer.Option("--calibration", "-c", rich_help_panel=IO_PANEL, help="Calibration file from `calibrate`.")
+        Path, typer.Option("--calibration", "-c", rich_help_panel=IO_PANEL, help="Calibration file from `calibrate`."),
+        INPUT,
     ],
     out: OutPath, overwrite: Overwrite = False, quiet: Quiet = False, help_: HelpFlag = False, **options,
 ) -> None:  # fmt: skip

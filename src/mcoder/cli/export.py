@@ -9,7 +9,9 @@ import typer
 
 from mcoder.cli.common import (
     FLAG,
+    INPUT,
     IO_PANEL,
+    OUTPUT_DIR,
     HelpFlag,
     Overwrite,
     Quiet,
@@ -35,9 +37,12 @@ def register(app: typer.Typer) -> None:
             typer.Argument(
                 help="Checkpoint folder of `mcoder train` (--out, or RUN/checkpoint).", show_default=False
             ),
+            INPUT,
         ],
         out: Annotated[
-            Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Folder to write the model to.")
+            Path,
+            typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Folder to write the model to."),
+            OUTPUT_DIR,
         ],
         merge_lora: Annotated[
             bool,
@@ -55,6 +60,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="A bench table (mcoder bench --markdown) for the model card (default CHECKPOINT/../bench.md if present).",
             ),
+            INPUT,
         ] = None,
         overwrite: Overwrite = False,
         quiet: Quiet = False,

@@ -9,6 +9,7 @@ import typer
 
 from mcoder.cli.common import (
     FLAG,
+    INPUT,
     IO_PANEL,
     HelpFlag,
     OutPath,
@@ -41,6 +42,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--problems", "-p", rich_help_panel=IO_PANEL, help="Problems JSONL ('-' for stdin)."
             ),
+            INPUT,
         ] = None,
         rollouts: Annotated[
             Path | None,
@@ -50,6 +52,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Rollouts JSONL ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json) to re-judge; with --merge, the check list.",
             ),
+            INPUT,
         ] = None,
         merge: Annotated[
             bool,
@@ -64,6 +67,7 @@ def register(app: typer.Typer) -> None:
         parts: Annotated[
             list[Path] | None,
             typer.Argument(metavar="PARTS", help="With --merge: the shards' verdict files."),
+            INPUT,
         ] = None,
         workers: Annotated[
             int,

@@ -42,8 +42,8 @@ def _cli_type(tp: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return ",".join(map(str, value))
+    if isinstance(value, (tuple, list)):  # spaced: a long default wraps at 80 columns instead of being cut
+        return ", ".join(map(str, value))
     return "off" if value is False else "on" if value is True else str(value)
 
 
@@ -59,13 +59,15 @@ def config_options(
     preset_values: Mapping[str, Mapping[str, Any]] | None = None,
     panel: str | None = None,
     note: str = "",
+    roles: Mapping[str, Any] | None = None,
 ) -> list[inspect.Parameter]:
     """Keyword parameters, one per field of ``cls``, for a typer command.
 
     ``prefix`` is put before each parameter name (and ``flag_prefix`` before each flag) so two
     dataclasses with a field of the same name can share a command; ``names`` overrides a field's
     flags; ``defaults`` are the values the command uses when the option is not given (shown in
-    the help); ``preset_values`` (preset -> field -> value) are shown after the help text."""
+    the help); ``preset_values`` (preset -> field -> value) are shown after the help text;
+    ``roles`` marks path fields (``mcoder.cli.common.PathRole``)."""
     docs, types_ = field_docs(cls), field_types(cls)
     skip, only = set(skip), (set(only) if only is not None else None)
     names, defaults = names or {}, defaults or {}
@@ -103,11 +105,9 @@ def config_options(
         option = typer.Option(
             *decls, help=help_text, rich_help_panel=section, show_default=False, metavar=_metavar(tp, choices)
         )
-        params.append(
-            inspect.Parameter(
-                pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[tp | None, option]
-            )
-        )
+        role = (roles or {}).get(f.name)
+        annotation = Annotated[tp | None, option, role] if role is not None else Annotated[tp | None, option]
+        params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
     return params
 
 
@@ -163,13 +163,15 @@ def with_options(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Cal
 
 
 def option(
-    name: str, tp: Any, *decls: str, default: Any = None, help: str, panel: str | None = None
+    name: str, tp: Any, *decls: str, default: Any = None, help: str, panel: str | None = None, role: Any = None
 ) -> inspect.Parameter:
-    """One hand-written option as a parameter for ``with_options``."""
+    """One hand-written option as a parameter for ``with_options``; ``role``: a path option's
+    ``mcoder.cli.common.PathRole``."""
     metavar = "" if tp is bool else None
+    opt = typer.Option(*decls, help=help, rich_help_panel=panel, metavar=metavar)
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
         default=default,
-        annotation=Annotated[tp, typer.Option(*decls, help=help, rich_help_panel=panel, metavar=metavar)],
+        annotation=Annotated[tp, opt, role] if role is not None else Annotated[tp, opt],
     )

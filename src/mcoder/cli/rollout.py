@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from mcoder.cli.common import (
+    INPUT,
     IO_PANEL,
     HelpFlag,
     ModelPath,
@@ -134,6 +135,7 @@ def rollout(
         typer.Option(
             "--adapter", rich_help_panel=IO_PANEL, help="PEFT LoRA adapter folder applied to the model."
         ),
+        INPUT,
     ] = None,
     seed: Annotated[
         int,

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from mcoder.cli.common import FLAG, IO_PANEL, HelpFlag, command_options, guarded
+from mcoder.cli.common import (
+    FLAG,
+    INPUT,
+    IO_PANEL,
+    OUTPUT_FILE,
+    HelpFlag,
+    Quiet,
+    apply_quiet,
+    command_options,
+    guarded,
+)
 
 FILTERS = "Filters"
 VIEW = "View"
@@ -31,6 +41,7 @@ def register(app: typer.Typer) -> None:
                 "several with --html: compared, the first as the reference.",
                 show_default=False,
             ),
+            INPUT,
         ],
         rollout_id: Annotated[
             str | None,
@@ -87,6 +98,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=VIEW,
                 help="Write a self-contained HTML report (pass@k table, training plots, every sample) here.",
             ),
+            OUTPUT_FILE,
         ] = None,
         k: Annotated[
             str,
@@ -99,6 +111,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Verdicts of the rollouts (default: verdicts.jsonl beside them).",
             ),
+            INPUT,
         ] = None,
         problems: Annotated[
             Path | None,
@@ -108,7 +121,9 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Problems JSONL, for statements and the table's platforms (default: the run's).",
             ),
+            INPUT,
         ] = None,
+        quiet: Quiet = False,
         help_: HelpFlag = False,
     ) -> None:
         """Read a rollout batch: a line per group, or each sample in full; --html writes a report page."""
@@ -118,6 +133,7 @@ def register(app: typer.Typer) -> None:
         from mcoder.show.collect import UNJUDGED, Filters
         from mcoder.show.stage import ShowConfig, run
 
+        apply_quiet(quiet)
         if limit < 0:
             raise UsageError(f"--limit {limit} is negative", hint="0 shows every sample")
         known = (*STATUSES, UNJUDGED)

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from mcoder.cli.common import apply_quiet, guarded
+from mcoder.cli.common import INPUT, OUTPUT_DIR, apply_quiet, guarded
 from mcoder.cli.options import config_options, given, option, with_options
 from mcoder.console import emit
 from mcoder.errors import UsageError
@@ -32,13 +32,13 @@ EPILOG = (
 
 def _params() -> list:
     explicit = [
-        option("model", str, "--model", "-m", default=..., help="Model folder (transformers format), or a checkpoint to continue.", panel=IO),
-        option("rollouts", Path | None, "--rollouts", "-r", help="Rollouts JSONL (one batch).", panel=IO),
-        option("verdicts", Path | None, "--verdicts", help="Verdicts JSONL of those rollouts.", panel=IO),
-        option("out", Path | None, "--out", "-o", help="Checkpoint folder to write.", panel=IO),
+        option("model", str, "--model", "-m", default=..., help="Model folder (transformers format), or a checkpoint to continue.", panel=IO, role=INPUT),
+        option("rollouts", Path | None, "--rollouts", "-r", help="Rollouts JSONL (one batch).", panel=IO, role=INPUT),
+        option("verdicts", Path | None, "--verdicts", help="Verdicts JSONL of those rollouts.", panel=IO, role=INPUT),
+        option("out", Path | None, "--out", "-o", help="Checkpoint folder to write.", panel=IO, role=OUTPUT_DIR),
         option("loop", bool, "--loop", default=False, help="Run rollout -> judge -> update for --steps steps.", panel=IO),
-        option("problems", Path | None, "--problems", "-p", help="Loop: training problems JSONL.", panel=IO),
-        option("run_dir", Path | None, "--run-dir", help="Loop: run folder (resumed when it exists).", panel=IO),
+        option("problems", Path | None, "--problems", "-p", help="Loop: training problems JSONL.", panel=IO, role=INPUT),
+        option("run_dir", Path | None, "--run-dir", help="Loop: run folder (resumed when it exists).", panel=IO, role=OUTPUT_DIR),
         option(
             "temperature", str | None, "--temperature", "-t", panel=IO,
             help="Single batch: T of the log-probs (default: the rollouts'). Loop: a number, 'auto' (chosen by "

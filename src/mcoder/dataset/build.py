@@ -29,12 +29,12 @@ from mcoder.dataset.collect import collect, find_sources
 from mcoder.dataset.config import BuildConfig
 from mcoder.dataset.process import STAGE, process
 from mcoder.dataset.refine import Refiner
-from mcoder.dataset.report import Removal, StageResult, write_report
+from mcoder.dataset.report import Removal, StageResult, report_paths, write_report
 from mcoder.dataset.sources import Source
 from mcoder.dataset.tally import Tally, render
 from mcoder.errors import DataError
 from mcoder.jsonl import RecordWriter
-from mcoder.outputs import claim_output, sidecar_path
+from mcoder.outputs import check_document, claim_output, sidecar_path
 from mcoder.records import Problem
 
 PROBLEM_FIELDS = ("id", "source", "question", "tests")  # what an earlier output's first record has
@@ -44,6 +44,8 @@ def build(config: BuildConfig) -> Tally:
     """Run the stages and write ``config.out``; returns the counts (also shown as tables)."""
     tally = Tally()
     sources = find_sources(config.sources, tally, config.limits)
+    for doc in report_paths(config.report) if config.report else ():  # refused before any work
+        check_document(doc, stage="dataset build", flag="--report", inputs={"out": config.out, **_inputs(config, sources)})
     with claim_output(
         config.out,
         stage="dataset build",

@@ -168,17 +168,23 @@ def build_report(
     }
 
 
-def write_report(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path]:
-    """Write ``report`` as markdown at ``path`` and as JSON beside it (same name, ``.json``)."""
+def report_paths(path: str | Path) -> tuple[Path, Path]:
+    """The markdown report at ``path`` and its JSON twin beside it (same name, ``.json``)."""
     md_path = Path(path)
     json_path = (
         md_path.with_suffix(".json") if md_path.suffix != ".json" else md_path.with_suffix(".json.json")
     )
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.write_text(render_markdown(report), encoding="utf-8")
-    json_path.write_text(
-        json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    return md_path, json_path
+
+
+def write_report(path: str | Path, report: dict[str, Any], inputs: dict | None = None) -> tuple[Path, Path]:
+    """Write ``report`` as markdown at ``path`` and as JSON beside it, through the output guard."""
+    from mcoder.outputs import write_document
+
+    md_path, json_path = report_paths(path)
+    doc = {"stage": "dataset build", "flag": "--report", "inputs": inputs}
+    write_document(md_path, render_markdown(report), **doc)
+    write_document(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", **doc)
     return md_path, json_path
 
 

@@ -76,7 +76,9 @@ class JudgeConfig:
     whole run; ``cache=False`` (``--no-cache``) runs every rollout."""
 
     def __post_init__(self) -> None:
-        if self.workers <= 0:
+        if self.workers < 0:  # 0 is "one per core"; a negative count is a typo, not a default
+            raise UsageError(f"--workers {self.workers} is negative", hint="give a count, or 0 for one per core")
+        if self.workers == 0:
             self.workers = default_workers()
         if self.early_exit is None:
             self.early_exit = self.reward == "binary"

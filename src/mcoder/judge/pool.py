@@ -96,6 +96,7 @@ class Worker:
                 cwd=self.base,
                 close_fds=True,
                 pass_fds=[theirs.fileno()],
+                process_group=0,  # a terminal's Ctrl-C reaches the judge alone, which stops the workers
             )
         finally:
             theirs.close()
@@ -188,6 +189,7 @@ class Pool:
         (self.root / "owner").write_text(f"{os.getpid()}\n")
         self.workers: list[Worker] = []
         self.free: queue.Queue[Worker] = queue.Queue()
+        self.aborted = False
         try:
             for slot in range(cfg.workers):  # all start at once, then each is awaited
                 self.workers.append(Worker(slot, cfg, self.root))
@@ -200,11 +202,22 @@ class Pool:
 
     @contextlib.contextmanager
     def acquire(self):
+        if self.aborted:
+            raise WorkerDied("the judge was interrupted")
         w = self.free.get()
         try:
             yield w
         finally:
             self.free.put(w)
+
+    def abort(self) -> None:
+        """Ctrl-C: no job starts any more, and the running ones end now (their workers killed)."""
+        self.aborted = True
+        for w in self.workers:
+            for proc in (w.proc, w.checker and w.checker.proc):
+                if proc is not None:
+                    with contextlib.suppress(OSError):
+                        proc.kill()
 
     def close(self) -> None:
         for w in self.workers:

@@ -7,6 +7,7 @@ rollout id, with a progress bar counting verdicts by status and a summary table 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -72,6 +73,12 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
                 field="problem_id",
                 hint="pass the problems file these rollouts were made from",
             )
+        if not problems[r.problem_id].tests:  # every program would be "wrong": that grades nothing
+            raise DataError(
+                f"problem {r.problem_id!r} has no tests: its rollouts cannot be judged",
+                path=name, line=lineno, field="problem_id",
+                hint="drop the problem (mcoder dataset build --min-tests 1), or add its tests",
+            )  # fmt: skip
         if shard.owns(r.id):
             out.append(Rollout(id=r.id, problem_id=r.problem_id, completion=r.completion))
     if not len(ids):
@@ -138,10 +145,13 @@ def _run(
     cfg: JudgeConfig, problems: dict[str, Problem], todo: list[Rollout], writer: RecordWriter, counts: Counter
 ) -> None:
     columns = TextColumn("{task.fields[counts]}")
+    stopped = threading.Event()  # Ctrl-C: nothing judged after it is written
     with Judge(cfg) as judge, console.progress(columns) as bar:
         task = bar.add_task("judge", total=len(todo), counts="")
 
         def on_verdict(_i: int, v: Verdict) -> None:
+            if stopped.is_set():
+                return
             writer.write(v)
             counts[v.status] += 1
             counts["cached"] += v.cached
@@ -149,8 +159,15 @@ def _run(
             bar.update(task, advance=1, counts=shown)
 
         step = max(1, cfg.workers * BATCH_PER_WORKER)
-        for start in range(0, len(todo), step):
-            judge.judge(problems, todo[start : start + step], on_verdict)
+        try:
+            for start in range(0, len(todo), step):
+                judge.judge(problems, todo[start : start + step], on_verdict)
+        except KeyboardInterrupt:
+            # Stop now, not after the batch: the queued candidates never start and the running
+            # ones are killed (their would-be verdicts are dropped: a rerun judges them)
+            stopped.set()
+            judge.pool.abort()
+            raise
 
 
 def _summary(counts: Counter, seconds: float, resumed: int) -> None:

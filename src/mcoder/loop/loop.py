@@ -35,7 +35,6 @@ from mcoder.records import Problem
 
 
 def run_loop(cfg: LoopConfig) -> Path:
-    from mcoder.outputs import hold_lock
     from mcoder.train.distributed import broadcast_result, is_main, setup
 
     cfg.validate()
@@ -43,14 +42,26 @@ def run_loop(cfg: LoopConfig) -> Path:
     setup()  # joins torchrun's process group when launched by it; nothing in one process
     main = is_main()
 
-    # -------- the problems (tests kept: the judge needs them)
-    problems = load_problems(cfg.problems)
-
-    # -------- one run at a time in a run folder (RUN.lock, held by the main process until the end)
+    # -------- the run folder is an output like any other (RUN.lock and RUN.meta.json, held by the
+    # main process until the end): refused when mcoder did not make it, resumed only from the
+    # same problems and model (by content: moving or copying them is no change)
     lock = contextlib.ExitStack()
-    broadcast_result(lambda: lock.enter_context(hold_lock(run.root)) and None)
+    broadcast_result(lambda: lock.enter_context(claim_run_folder(cfg)) and None)
     with lock, contextlib.closing(run):  # closing: the --report-to loggers
+        # -------- the problems (tests kept: the judge needs them)
+        problems = load_problems(cfg.problems)
         return _run(cfg, run, problems, main)
+
+
+def claim_run_folder(cfg: LoopConfig):
+    """``mcoder.outputs.claim_output`` on RUN: the settings themselves are compared through
+    RUN/config.json (``RunFolder.prepare``: some may change on a resume, such as --steps)."""
+    from mcoder.outputs import claim_output
+
+    return claim_output(
+        cfg.run_dir, stage="loop", settings={}, inputs={"problems": cfg.problems, "model": cfg.model},
+        kind="dir", expect=("config.json",), flag="--run-dir", can_overwrite=False,
+    )  # fmt: skip
 
 
 def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -> Path:
@@ -105,64 +116,71 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
                 first_step,
                 judge,
             )
-        for step in range(first_step, cfg.steps + 1):
-            # 1-2. rollout and judge (every rank its share of the groups)
-            step_t0 = time.perf_counter()
-            if ahead is not None:  # sampled from the policy before the last update, while that update ran
-                rollouts, verdicts, timing = ahead.result()
-                timing["time/sample_wait"] = time.perf_counter() - step_t0
-            if step > first_step:
+        try:
+            for step in range(first_step, cfg.steps + 1):
+                # 1-2. rollout and judge (every rank its share of the groups)
+                step_t0 = time.perf_counter()
+                if ahead is not None:  # sampled from the policy before the last update, while that update ran
+                    rollouts, verdicts, timing = ahead.result()
+                    timing["time/sample_wait"] = time.perf_counter() - step_t0
+                if step > first_step:
+                    t0 = time.perf_counter()
+                    sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
+                    sync_s += time.perf_counter() - t0
+                if ahead is None:  # on-policy: from the policy as it is now
+                    # T: measured by rank 0 at a stage's start
+                    T = broadcast_result(lambda step=step: temperature(step))
+                    rollouts, verdicts, timing = sample_and_judge(
+                        cfg, step, problems, sampler, judge, trainer, T, trainer.policy_version
+                    )
+                ahead = None
+                if cfg.off_policy and step < cfg.steps:
+                    T = broadcast_result(lambda step=step: temperature(step + 1))
+                    version = trainer.policy_version  # the engine's policy: this step's update has not run
+                    args = (cfg, step + 1, problems, sampler, judge, trainer, T, version, side)
+                    ahead = sampling.submit(sample_and_judge, *args)
+                if main:
+                    run.write_step(step, "rollouts", "id", rollouts)
+                    run.write_step(step, "verdicts", "rollout_id", verdicts)
+
+                # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile,
+                # unless it samples the next step)
                 t0 = time.perf_counter()
-                sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
-                sync_s += time.perf_counter() - t0
-            if ahead is None:  # on-policy: from the policy as it is now
-                # T: measured by rank 0 at a stage's start
-                T = broadcast_result(lambda step=step: temperature(step))
-                rollouts, verdicts, timing = sample_and_judge(
-                    cfg, step, problems, sampler, judge, trainer, T, trainer.policy_version
-                )
-            ahead = None
-            if cfg.off_policy and step < cfg.steps:
-                T = broadcast_result(lambda step=step: temperature(step + 1))
-                version = trainer.policy_version  # the engine's policy: this step's update has not run
-                args = (cfg, step + 1, problems, sampler, judge, trainer, T, version, side)
-                ahead = sampling.submit(sample_and_judge, *args)
-            if main:
-                run.write_step(step, "rollouts", "id", rollouts)
-                run.write_step(step, "verdicts", "rollout_id", verdicts)
+                if ahead is None:
+                    sampler.before_update()
+                metrics = trainer.train_on_batch(rollouts, {v.rollout_id: v for v in verdicts})
+                update_s = time.perf_counter() - t0
+                if main:
+                    from mcoder.rollout.diversity import batch_diversity
 
-            # 3. update, every rank on its share of the groups (a GPU engine sleeps meanwhile,
-            # unless it samples the next step)
-            t0 = time.perf_counter()
-            if ahead is None:
-                sampler.before_update()
-            metrics = trainer.train_on_batch(rollouts, {v.rollout_id: v for v in verdicts})
-            update_s = time.perf_counter() - t0
-            if main:
-                from mcoder.rollout.diversity import batch_diversity
+                    run.write_step(step, "samples", "rollout_id", [s.to_row() for s in trainer.last_samples])
+                    metrics.update(batch_diversity(rollouts))
+                    metrics.update(
+                        {
+                            "step": step,
+                            "processes": world_size(),
+                            "time/sync": sync_s,
+                            "time/update": update_s,  # the engine set aside, then the trainer's time/train
+                            "time/step": time.perf_counter() - step_t0,
+                            **timing,
+                        }
+                    )
+                    run.append_metrics(metrics)
+                    info(_progress_line(step, cfg.steps, metrics))
 
-                run.write_step(step, "samples", "rollout_id", [s.to_row() for s in trainer.last_samples])
-                metrics.update(batch_diversity(rollouts))
-                metrics.update(
-                    {
-                        "step": step,
-                        "processes": world_size(),
-                        "time/sync": sync_s,
-                        "time/update": update_s,  # the engine set aside, then the trainer's time/train
-                        "time/step": time.perf_counter() - step_t0,
-                        **timing,
-                    }
-                )
-                run.append_metrics(metrics)
-                info(_progress_line(step, cfg.steps, metrics))
-
-            # 4. checkpoint (atomic; under torchrun gathered by all ranks, written by rank 0):
-            # a kill after this line resumes at the next step
-            if step % cfg.save_every == 0 or step == cfg.steps:
-                trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step))
-            t0 = time.perf_counter()
-            sampler.after_step(step)  # LoRA: the adapter is written and handed over here
-            sync_s = time.perf_counter() - t0
+                # 4. checkpoint (atomic; under torchrun gathered by all ranks, written by rank 0):
+                # a kill after this line resumes at the next step
+                if step % cfg.save_every == 0 or step == cfg.steps:
+                    trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step))
+                t0 = time.perf_counter()
+                sampler.after_step(step)  # LoRA: the adapter is written and handed over here
+                sync_s = time.perf_counter() - t0
+        except KeyboardInterrupt:
+            # Ctrl-C: the judge stops now (queued candidates never start, running ones are
+            # killed) instead of finishing its batch; the rerun continues after the checkpoint
+            judge.pool.abort()
+            sampling.shutdown(wait=False, cancel_futures=True)
+            raise
     barrier()
     emit(str(run.checkpoint))
     return run.checkpoint
@@ -173,6 +191,13 @@ def load_problems(path: Path) -> list[Problem]:
     problems = list(index_records(path, Problem, key=lambda p: p.id).values())
     if not problems:
         raise DataError("no problems to train on", path=str(path))
+    untested = [p.id for p in problems if not p.tests]
+    if untested:  # every rollout of it would be graded wrong: a reward signal that means nothing
+        raise DataError(
+            f"{len(untested)} problems have no tests (e.g. {', '.join(map(repr, untested[:3]))})",
+            path=str(path), field="tests",
+            hint="drop them (mcoder dataset build --min-tests 1), or add their tests",
+        )  # fmt: skip
     return problems
 
 

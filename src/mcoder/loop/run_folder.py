@@ -50,15 +50,20 @@ class RunFolder:
         (they are about to be redone)."""
         self.root.mkdir(parents=True, exist_ok=True)
         state = read_state(self.checkpoint)
-        if state is not None and self.config.exists():
-            diff = changed_settings(json.loads(self.config.read_text()), json.loads(cfg.to_json()))
+        now = json.loads(cfg.to_json())
+        if self.config.exists():
+            before = json.loads(self.config.read_text())
+            diff = changed_settings(before, now) if state is not None else []
             if diff:
                 raise UsageError(
                     f"{self.root} was started with other settings ({', '.join(diff)})",
                     hint="rerun with the original flags, or use a new --run-dir",
                 )
+            # the record of what the run trained on stays the first run's (the claim checked that
+            # the model and problems given now have the same content)
+            now.update({k: before[k] for k in ("model", "problems") if k in before})
         tmp = self.config.with_name(self.config.name + ".part")
-        tmp.write_text(cfg.to_json())
+        tmp.write_text(json.dumps(now, indent=2, sort_keys=True))
         tmp.replace(self.config)
         last_step = state["loop_step"] if state else 0
         self._trim_metrics(last_step)

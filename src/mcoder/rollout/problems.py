@@ -92,13 +92,29 @@ class PromptBudget:
     def fits(self, prompt_ids: list[int]) -> bool:
         return self.limit is None or len(prompt_ids) <= self.limit
 
+    def render(self, p: Problem, tokenizer) -> tuple[str, list[int]] | None:
+        """The prompt's text and ids, or None when it does not fit. A statement with more
+        characters than the budget's tokens could cover (no token covers more characters than
+        the longest entry of the vocabulary) is known not to fit without tokenizing it: a 50 MB
+        statement would cost gigabytes to tokenize only to be skipped."""
+        if self._surely_long(p, tokenizer):
+            return None
+        text, ids = render_prompt(p, tokenizer)
+        return (text, ids) if self.fits(ids) else None
+
+    def _surely_long(self, p: Problem, tokenizer) -> bool:
+        return self.limit is not None and len(p.question) + len(p.starter_code or "") > self.limit * _longest(tokenizer)
+
     def refuse_long(self, problems: Iterable[tuple[int, Problem]], tokenizer, name: str) -> None:
         """--long-prompts error: a DataError naming the first problem too long, before sampling."""
         for lineno, p in problems:
-            _, ids = render_prompt(p, tokenizer)
-            if not self.fits(ids):
+            if self.render(p, tokenizer) is None:
+                size = (
+                    f"statement is {len(p.question):,} characters" if self._surely_long(p, tokenizer)
+                    else f"prompt is {len(render_prompt(p, tokenizer)[1])} tokens"
+                )  # fmt: skip
                 raise DataError(
-                    f"problem {p.id!r}: its prompt is {len(ids)} tokens; with --max-tokens {self.max_tokens} "
+                    f"problem {p.id!r}: its {size}; with --max-tokens {self.max_tokens} "
                     f"the model's context of {self.context} leaves room for {self.limit}",
                     path=name, line=lineno,
                     hint="pass --long-prompts skip to leave such problems out, or a smaller --max-tokens",
@@ -110,6 +126,16 @@ class PromptBudget:
         for _, p in problems:
             if len(out) >= count:
                 break
-            if self.fits(render_prompt(p, tokenizer)[1]):
+            if self.render(p, tokenizer) is not None:
                 out.append(p)
         return out
+
+
+def _longest(tokenizer) -> int:
+    """Characters of the longest vocabulary entry (an upper bound on what one token covers)."""
+    longest = getattr(tokenizer, "_mcoder_longest_token", None)
+    if longest is None:
+        longest = max(map(len, tokenizer.get_vocab()), default=1)
+        with contextlib.suppress(AttributeError):
+            tokenizer._mcoder_longest_token = longest
+    return longest

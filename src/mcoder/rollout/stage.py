@@ -21,7 +21,6 @@ from mcoder import console
 from mcoder.errors import EnvironmentMissing
 from mcoder.jsonl import STDIO, RecordWriter, display_name
 from mcoder.outputs import claim_output
-from mcoder.prompts import render_prompt
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
 from mcoder.rollout.problems import SHOWN_LONG, PromptBudget, count_problems, iter_problems, spooled_stdin
@@ -37,9 +36,9 @@ from mcoder.rollout.temperature import TemperatureSchedule
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
-    """What decides the rollouts written (recorded beside the output; a resume must match)."""
+    """What decides the rollouts written (recorded beside the output; a resume must match). The
+    model and adapter are inputs, compared by content: moving or copying them is no change."""
     settings = {
-        "model": os.path.abspath(cfg.model), "adapter": cfg.adapter and os.path.abspath(cfg.adapter),
         "n": cfg.n, "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
         "temperature_schedule": cfg.temperature_schedule, "step": cfg.step, "top_k": cfg.top_k,
         "top_p": cfg.top_p, "seed": cfg.seed, "policy_version": cfg.policy_version, "limit": cfg.limit,
@@ -129,7 +128,7 @@ def _group_done(problem: Problem, cfg: RolloutConfig, done: set[str]) -> bool:
 def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summary, budget) -> None:
     """Sample ``todo`` (an iterator) a few problems per engine call: memory is bounded by the call."""
     per_call = max(1, math.ceil(cfg.batch_size / cfg.n))
-    model_name = cfg.model if cfg.adapter is None else f"{cfg.model}+{cfg.adapter}"
+    model_name = _model_name(cfg, writer)
     diversity = DiversityMean()
     bar = console.progress(TextColumn("{task.fields[tps]} tok/s"))
     start = time.perf_counter()
@@ -138,10 +137,10 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
         while chunk := list(itertools.islice(todo, per_call)):
             keep, prompts = [], []
             for p in chunk:  # every prompt is measured before it is sampled
-                text, ids = render_prompt(p, tokenizer)
-                if budget.fits(ids):
+                prompt = budget.render(p, tokenizer)
+                if prompt is not None:
                     keep.append(p)
-                    prompts.append((text, ids))
+                    prompts.append(prompt)
                 else:
                     summary.too_long += 1
                     if len(summary.too_long_ids) < SHOWN_LONG:
@@ -157,6 +156,21 @@ def _sample_all(cfg, engine, tokenizer, todo, total, temperature, writer, summar
             summary.seconds = time.perf_counter() - start
             bar.update(task, advance=len(chunk), tps=f"{summary.tokens_per_s:,.0f}")
     summary.diversity = diversity.result()
+
+
+def _model_name(cfg: RolloutConfig, writer: RecordWriter) -> str:
+    """The ``model`` of each rollout: the folder's absolute path (the same from any working
+    folder), and on a resume the name the output's records already carry (the folder may have
+    moved: the claim checked that its content is the same)."""
+    if writer.resumed:
+        import orjson
+
+        with open(writer.part, "rb") as f:
+            name = orjson.loads(f.readline()).get("model")
+        if isinstance(name, str):
+            return name
+    model = os.path.abspath(cfg.model)
+    return model if cfg.adapter is None else f"{model}+{os.path.abspath(cfg.adapter)}"
 
 
 def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:

@@ -399,10 +399,8 @@ def _failure(ff: dict[str, str | None]) -> str:
     return "\n".join(parts)
 
 
-def write(path: Path, text: str) -> None:
-    import os
+def write(path: Path, text: str, inputs: dict | None = None) -> None:
+    """The report, through the output guard (``mcoder.outputs.write_document``)."""
+    from mcoder.outputs import write_document
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_document(path, text, stage="show", flag="--html", inputs=inputs)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcoder import console
-from mcoder.errors import UsageError
+from mcoder.errors import DataError, UsageError
 from mcoder.show import collect, terminal
 
 DEFAULT_FULL_LIMIT = 20
@@ -35,6 +35,12 @@ class ShowConfig:
 
 
 def run(cfg: ShowConfig) -> list[collect.Shown]:
+    from mcoder.outputs import check_document
+
+    inputs = {**{f"target {i}": t for i, t in enumerate(cfg.targets)},
+              "verdicts": cfg.verdicts, "problems": cfg.problems}  # fmt: skip
+    if cfg.html is not None:  # refused before the work (outputs.py: inputs, files not mcoder's, devices)
+        check_document(cfg.html, stage="show", flag="--html", inputs=inputs)
     if len(cfg.targets) > 1 and cfg.html is None:
         raise UsageError(
             f"{len(cfg.targets)} targets: several are compared in the HTML report only",
@@ -46,7 +52,7 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
             hint="put each target's verdicts.jsonl beside its rollouts.jsonl (a step folder), or drop --verdicts",
         )
     if cfg.html is not None:
-        return _report(cfg)
+        return _report(cfg, inputs)
     batch, chosen = _select(cfg, cfg.targets[0])
     if not chosen:
         console.info(f"no sample of {len(batch.samples)} matches the filters")
@@ -70,6 +76,11 @@ def _select(cfg: ShowConfig, target: Path) -> tuple[collect.Batch, list[collect.
     batch = collect.load(target, verdicts=cfg.verdicts, problems=cfg.problems, step=cfg.step)
     for note in batch.notes:
         console.warn(note if len(cfg.targets) == 1 else f"{target}: {note}")
+    if not batch.samples:  # an empty file is bad input, not "no match"
+        raise DataError(
+            "no rollouts to show", path=str(target),
+            hint="give the rollouts file of `mcoder rollout`, a step folder or a run folder",
+        )  # fmt: skip
     chosen = [s for s in batch.samples if cfg.filters.keep(s)]
     if cfg.filters.rollout_id is not None and not chosen and len(cfg.targets) == 1:
         raise UsageError(
@@ -80,7 +91,7 @@ def _select(cfg: ShowConfig, target: Path) -> tuple[collect.Batch, list[collect.
     return batch, chosen
 
 
-def _report(cfg: ShowConfig) -> list[collect.Shown]:
+def _report(cfg: ShowConfig, inputs: dict) -> list[collect.Shown]:
     """The HTML report of every target (the first is the reference of the comparison)."""
     from mcoder.bench.metrics import run_labels
     from mcoder.show import html
@@ -90,6 +101,7 @@ def _report(cfg: ShowConfig) -> list[collect.Shown]:
     for target, label in zip(cfg.targets, run_labels(cfg.targets), strict=True):
         batch, chosen = _select(cfg, target)
         parts.append(html.Part(label, batch, chosen))
-    html.write(cfg.html, html.report(parts, cfg.ks, cfg.rating_bounds))
+        inputs[f"problems of {label}"] = batch.problems_path
+    html.write(cfg.html, html.report(parts, cfg.ks, cfg.rating_bounds), inputs)
     console.emit(str(cfg.html))
     return [s for p in parts for s in p.samples]

@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from mcoder.console import info
-from mcoder.jsonl import display_name, index_records
+from mcoder.errors import DataError
+from mcoder.jsonl import UniqueIds, display_name, index_records, read_numbered
 from mcoder.records import Rollout, Verdict
 from mcoder.rollout.diversity import batch_diversity
 from mcoder.train.config import TrainConfig
@@ -60,7 +61,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
             info(claim.finished_message)
             return json.loads((Path(job.out) / "metrics.json").read_text())
         rollouts = list(index_records(job.rollouts, Rollout, key=lambda r: r.id).values())  # unique ids
-        verdicts = index_records(job.verdicts, Verdict, key=lambda v: v.rollout_id)
+        verdicts = read_verdicts(job.verdicts, {r.id for r in rollouts})
         trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
         reporters = stack.enter_context(contextlib.closing(_reporters(job, trainer.policy_version + 1)))
         info(
@@ -84,6 +85,23 @@ def train_once(job: TrainJob) -> dict[str, Any]:
         if is_main():
             claim.mark_finished()
     return metrics
+
+
+def read_verdicts(path: Path, rollout_ids: set[str]) -> dict[str, Verdict]:
+    """The verdicts by rollout id: a repeated one, or one of a rollout not in the batch (verdicts
+    of another batch?), is a data error naming the line and the field."""
+    ids = UniqueIds(path, field="rollout_id")
+    out = {}
+    for lineno, v in read_numbered(path, Verdict):
+        ids.add(v.rollout_id, lineno)
+        if v.rollout_id not in rollout_ids:
+            raise DataError(
+                f"verdict of rollout {v.rollout_id!r}, which is not in the rollouts file",
+                path=display_name(path), line=lineno, field="rollout_id",
+                hint="pass the verdicts judged from these rollouts",
+            )  # fmt: skip
+        out[v.rollout_id] = v
+    return out
 
 
 def _reporters(job: TrainJob, step: int):

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -280,7 +279,9 @@ class Trainer:
         it into place: a kill leaves the old one whole."""
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        from mcoder.outputs import temp_folder
+
+        tmp = temp_folder(out)  # removes what a save killed half-way left
         self.save_weights(tmp)
         self.tokenizer.save_pretrained(tmp)
         keep = tmp / STATE_DIR

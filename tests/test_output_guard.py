@@ -1,0 +1,235 @@
+"""Every path mcoder writes goes through one guard: enumerated from the CLI itself.
+
+The path-valued options of every subcommand are found by walking the typer app and reading the
+``PathRole`` mark each one carries where it is declared (``mcoder.cli.common``). An unmarked path
+option fails ``test_every_path_option_is_marked``; an output without a base command line here
+fails ``test_every_output_can_be_run``; an output that skips the guard fails the refusals below,
+run through the real CLI on real files: one of the command's own inputs, a file or folder of the
+user's, an empty file, a FIFO, a character device (a copy of /dev/null made with mknod, as root),
+a folder where a file is written (or a file where a folder is), and a symbolic link to an output
+another run is writing. Each must exit 2 (or 4), name the path, and leave what was there as it was.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import signal
+import stat
+import typing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mcoder.cli.app import app
+from mcoder.cli.common import PathRole
+from mcoder.outputs import hold_lock
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+# str-typed options named like paths must be marked too (a path option need not be typed Path)
+PATHISH = {"model", "adapter", "out", "dir", "path", "file", "problems", "rollouts", "verdicts", "scores"}
+
+
+def _walk(typer_app, prefix=()):
+    for c in typer_app.registered_commands:
+        yield (*prefix, c.name or c.callback.__name__), c.callback
+    for g in typer_app.registered_groups:
+        yield from _walk(g.typer_instance, (*prefix, g.name))
+
+
+def path_options():
+    """(command words, parameter, flag or None for an argument, PathRole or None, base type)."""
+    found = []
+    for words, callback in _walk(app):
+        for p in inspect.signature(callback, eval_str=True).parameters.values():
+            if typing.get_origin(p.annotation) is not typing.Annotated:
+                continue
+            base, *meta = typing.get_args(p.annotation)
+            role = next((m for m in meta if isinstance(m, PathRole)), None)
+            info = next(m for m in meta if hasattr(m, "param_decls"))
+            # under Annotated, typer takes an option's first declaration from its ``default`` slot
+            decls = [info.default, *(info.param_decls or ())]
+            flags = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            pathish = "Path" in str(base) or ("str" in str(base) and p.name.split("_")[-1] in PATHISH)
+            if role is not None or pathish:
+                found.append((" ".join(words), p.name, flags[0] if flags else None, role, base))
+    return found
+
+
+OUTPUTS = [(cmd, flag, role.kind) for cmd, _, flag, role, _ in path_options() if role and role.role == "output"]
+
+
+def test_every_path_option_is_marked():
+    unmarked = [f"{cmd} {flag or name}" for cmd, name, flag, role, _ in path_options() if role is None]
+    assert not unmarked, f"mark these as INPUT, OUTPUT_FILE or OUTPUT_DIR where they are declared: {unmarked}"
+    assert len(OUTPUTS) >= 14  # every output of every subcommand, as counted when this test was written
+
+
+# ----------------------------------------------------------------------------- the world
+
+
+@pytest.fixture(scope="module")
+def world(tiny_model, tmp_path_factory) -> dict[str, Path]:
+    """Real inputs for every command: problems, rollouts and verdicts (judged for real), a run
+    folder's metrics, the tiny model, a checkpoint-shaped copy of it, scores and a calibration."""
+    d = tmp_path_factory.mktemp("world")
+    problems = d / "problems.jsonl"
+    problems.write_text("".join((EXAMPLES / "stdin.jsonl").read_text().splitlines(keepends=True)[:2]))
+    ids = [json.loads(line)["id"] for line in problems.read_text().splitlines()]
+    rollouts = d / "rollouts.jsonl"
+    rollouts.write_text("".join(
+        json.dumps({"id": f"{p}/0/{j}", "problem_id": p, "completion": "```python\nprint(input())\n```"}) + "\n"
+        for p in ids for j in range(2)
+    ))  # fmt: skip
+    verdicts = d / "verdicts.jsonl"
+    res = CliRunner().invoke(app, ["judge", "-p", str(problems), "-r", str(rollouts), "-o", str(verdicts), "-q", "-w", "1"])
+    assert res.exit_code == 0, res.output
+    run = d / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": s, "reward/mean": 0.1 * s, "pass_rate": 0.1 * s, "loss": 1.0 / s, "temperature": 1.0}) + "\n"
+        for s in (1, 2, 3)
+    ))  # fmt: skip
+    ckpt = d / "ckpt"
+    shutil.copytree(tiny_model, ckpt)
+    (ckpt / "trainer").mkdir()
+    (ckpt / "trainer" / "trainer_state.json").write_text('{"step": 1, "policy_version": 1}')
+    (ckpt / "trainer" / "train_config.json").write_text("{}")
+    scores = d / "scores.jsonl"
+    scores.write_text(json.dumps({"problem_id": ids[0], "score": 0.5}) + "\n")
+    calibration = d / "calibration.json"
+    calibration.write_text('{"points": [], "heldout": {}}\n')
+    return {"P": problems, "R": rollouts, "V": verdicts, "RUN": run, "MODEL": Path(tiny_model), "CKPT": ckpt,
+            "SCORES": scores, "CAL": calibration, "dir": d}  # fmt: skip
+
+
+# The command line of each output, OUT standing for the path under test; each is a run that
+# would succeed with a new OUT (its inputs are real).
+BASES = {
+    ("dataset build", "--out"): "dataset build {P} -o OUT",
+    ("dataset build", "--report"): "dataset build {P} -o {FRESH} --report OUT",
+    ("dataset difficulty predict", "--out"): "dataset difficulty predict -p {P} -m {MODEL} -o OUT",
+    ("dataset difficulty calibrate", "--out"): "dataset difficulty calibrate -s {SCORES} --verdicts {V} -o OUT",
+    ("dataset difficulty select", "--out"): "dataset difficulty select -p {P} -s {SCORES} -c {CAL} -o OUT",
+    ("rollout", "--out"): "rollout -p {P} -m {MODEL} -o OUT --n 1 --max-tokens 4 --engine hf",
+    ("judge", "--out"): "judge -p {P} -r {R} -o OUT -w 1",
+    ("train", "--out"): "train -m {MODEL} -r {R} --verdicts {V} -o OUT",
+    ("train", "--run-dir"): "train --loop -m {MODEL} -p {P} --run-dir OUT --steps 1 -n 2 --max-tokens 4",
+    ("bench", "--markdown"): "bench -p {P} --verdicts {V} --markdown OUT",
+    ("bench", "--json"): "bench -p {P} --verdicts {V} --json OUT",
+    ("bench", "--lcb-out"): "bench -p {P} --verdicts {V} -r {R} --lcb-out OUT",
+    ("bench", "--out-dir"): "bench --run-dir {RUN} --plots --out-dir OUT",
+    ("show", "--html"): "show {R} --verdicts {V} -p {P} --html OUT",
+    ("export", "--out"): "export {CKPT} -o OUT",
+}
+# Folders mcoder adds files to (a figure folder): the user's files there are the ones it would write.
+ADDS_TO = {("bench", "--out-dir")}
+
+
+def test_every_output_can_be_run():
+    missing = [f"{cmd} {flag}" for cmd, flag, _ in OUTPUTS if (cmd, flag) not in BASES]
+    assert not missing, f"add a base command line to BASES for: {missing}"
+
+
+def _argv(world: dict, cmd: str, flag: str, out: Path) -> list[str]:
+    fresh = world["dir"] / f"fresh-{len(list(world['dir'].iterdir()))}.jsonl"
+    words = BASES[(cmd, flag)].format(FRESH=fresh, **{k: v for k, v in world.items() if k != "dir"}).split()
+    return [str(out) if w == "OUT" else w for w in words] + ["-q"] * (cmd not in ("show", "export"))
+
+
+def _run(argv: list[str]):
+    """The CLI in this process, with an alarm: a guard that opened a FIFO would block forever."""
+
+    def stuck(*_):
+        raise TimeoutError("the command blocked (opened a FIFO?)")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    try:
+        return CliRunner().invoke(app, argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _state(p: Path):
+    """What is at ``p``, to compare before and after: kind, device number, and every byte."""
+    st = os.lstat(p)
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(p))
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", {str(f.relative_to(p)): _state(f) for f in sorted(p.rglob("*"))})
+    if stat.S_ISREG(st.st_mode):
+        return ("file", p.read_bytes())
+    return (stat.S_IFMT(st.st_mode), st.st_rdev)
+
+
+def _user_files(world, cmd, flag, kind, at: Path) -> None:
+    """A file, or a folder, of the user's at ``at`` (for a folder mcoder adds to: a file of the
+    user's under each name it would write there, found by a run into a new folder)."""
+    if kind == "file":
+        at.write_bytes(b"the user's own notes\n")
+        return
+    at.mkdir()
+    (at / "notes.txt").write_text("the user's own notes\n")
+    if (cmd, flag) in ADDS_TO:
+        fresh = world["dir"] / f"fresh-{cmd}-{flag}".replace(" ", "-")
+        if not fresh.exists():
+            res = _run(_argv(world, cmd, flag, fresh))
+            assert res.exit_code == 0, res.output
+        for f in fresh.iterdir():
+            if not f.name.endswith((".meta.json", ".lock")):
+                (at / f.name).write_bytes(b"the user's own " + f.name.encode())
+
+
+CASES = ["input", "foreign", "empty", "fifo", "device", "wrong_kind", "link_being_written"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize(("cmd", "flag", "kind"), OUTPUTS, ids=[f"{c}-{f}".replace(" ", "-") for c, f, _ in OUTPUTS])
+def test_the_guard_refuses(world, tmp_path, cmd, flag, kind, case):
+    at = tmp_path / "target"
+    named = at
+    if case == "input":  # the command's own first input given as the output
+        named = at = next(Path(w) for w in _argv(world, cmd, flag, at) if w != str(at) and Path(w).exists())
+    elif case == "foreign":
+        _user_files(world, cmd, flag, kind, at)
+    elif case == "empty":
+        if kind == "dir":
+            pytest.skip("an empty folder holds nothing to lose: writing in it is allowed")
+        at.touch()
+    elif case == "fifo":
+        os.mkfifo(at)
+    elif case == "device":
+        if os.geteuid() != 0:
+            pytest.skip("mknod needs root")
+        os.mknod(at, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    elif case == "wrong_kind":
+        at.mkdir() if kind == "file" else at.write_text("the user's file\n")
+    elif case == "link_being_written":
+        target = tmp_path / "being-written"
+        target.mkdir() if kind == "dir" else target.write_text('{"id": "x"}\n')
+        named = tmp_path / "link"
+        named.symlink_to(target)
+        at = target
+    before = {p: _state(p) for p in {at, named}}
+    if case == "link_being_written":
+        with hold_lock(at):  # another run is writing the link's target
+            res = _run(_argv(world, cmd, flag, named))
+    else:
+        res = _run(_argv(world, cmd, flag, named))
+    assert res.exit_code in (2, 4), res.output
+    assert str(named) in res.stderr or str(at) in res.stderr, res.stderr
+    assert "internal error" not in res.stderr
+    assert {p: _state(p) for p in {at, named}} == before
+
+
+@pytest.mark.parametrize("words", sorted({w for w, _ in _walk(app)}), ids=" ".join)
+def test_every_help_is_whole_at_80_columns(words):
+    """Nothing of a command's help (a long default, say) is cut off with an ellipsis at 80 columns."""
+    res = CliRunner().invoke(app, [*words, "-h"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert res.exit_code == 0, res.output
+    assert "\u2026" not in res.output, [line for line in res.output.splitlines() if "\u2026" in line]
