@@ -121,6 +121,7 @@ BASES = {
     ("bench", "--markdown"): "bench -p {P} --verdicts {V} --markdown OUT",
     ("bench", "--json"): "bench -p {P} --verdicts {V} --json OUT",
     ("bench", "--lcb-out"): "bench -p {P} --verdicts {V} -r {R} --lcb-out OUT",
+    ("bench", "--junit"): "bench -p {P} --verdicts {V} --junit OUT",
     ("bench", "--out-dir"): "bench --run-dir {RUN} --plots --out-dir OUT",
     ("show", "--html"): "show {R} --verdicts {V} -p {P} --html OUT",
     ("export", "--out"): "export {CKPT} -o OUT",

@@ -90,6 +90,7 @@ def register(app: typer.Typer) -> None:
                 rich_help_panel=IO_PANEL,
                 help="Write JUnit XML here: a test case per problem, failures with the verdict's status and first failure.",
             ),
+            OUTPUT_FILE,
         ] = None,
         fail_under: Annotated[
             str | None,
