@@ -143,14 +143,22 @@ class Worker:
         self.start()
 
     def _send(self, obj) -> None:
+        if self.proc is None:
+            raise WorkerDied(f"judge worker {self.slot} is not running")
         self.proc.stdin.write(framing.dumps(obj))
         self.proc.stdin.flush()
 
     def _recv(self):
+        if self.proc is None:
+            raise WorkerDied(f"judge worker {self.slot} is not running")
         n = framing.frame_length(self.proc.stdout.read(framing.HEADER.size))
-        if n is None:
+        data = self.proc.stdout.read(n) if n is not None else b""
+        if n is None or len(data) != n:
             raise WorkerDied(f"judge worker {self.slot} exited (code {self.proc.poll()})")
-        return pickle.loads(self.proc.stdout.read(n))
+        try:
+            return pickle.loads(data)
+        except Exception as e:  # noqa: BLE001 - a frame torn by the worker's death
+            raise WorkerDied(f"judge worker {self.slot} sent a broken frame: {type(e).__name__}") from None
 
     def close(self, keep_lease: bool = False) -> None:
         if self.checker is not None:
@@ -199,11 +207,26 @@ class Pool:
 
     @contextlib.contextmanager
     def acquire(self):
+        """A free worker. One whose job stopped on an exception (in the judge's code or the
+        worker's) is in the middle of its protocol: it is replaced by a fresh process before it
+        goes back, never reused as it is."""
         w = self.free.get()
         try:
             yield w
+        except WorkerDied:
+            raise  # whoever raised it has started a fresh process already
+        except Exception:
+            self._replace(w)
+            raise
         finally:
             self.free.put(w)
+
+    @staticmethod
+    def _replace(w: Worker) -> None:
+        try:
+            w.restart()
+        except Exception:  # noqa: BLE001 - it cannot start now: its next job fails as WorkerDied
+            w.close(keep_lease=True)  # and tries again (Worker.run restarts it)
 
     def close(self) -> None:
         for w in self.workers:
