@@ -89,9 +89,9 @@ import json
 import math
 import re
 import warnings
-from decimal import Decimal
 from collections.abc import Callable, Iterator
-from itertools import zip_longest
+from decimal import Decimal
+from itertools import pairwise, zip_longest
 from typing import Any, Literal
 
 from mcoder import safe_ast
@@ -581,7 +581,7 @@ def _sets_match(e: Any, g: Any, tolerant: bool) -> bool:
 
 def _has_repeats(keys: list[str], presorted: bool = False) -> bool:
     keys = keys if presorted else sorted(keys)
-    return any(a == b for a, b in zip(keys, keys[1:]))
+    return any(a == b for a, b in pairwise(keys))
 
 
 def _key(value: Any) -> str:

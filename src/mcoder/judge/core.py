@@ -508,7 +508,19 @@ def prepare_tests(problem: Problem) -> _Prepared:
             expected[i] = _json(problem, i, "output", t.output)
         else:
             payload.append((t.input, _calls_check(problem, i, t.input)))
-    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name))
+    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name), _unprovable(problem, expected))
+
+
+def _unprovable(problem: Problem, expected: dict[int, Any]) -> str | None:
+    """Why these tests cannot show any program right, or None. Call tests that all expect null
+    are LeetCode's "modify in place" functions (``-> None``): the result is the argument after
+    the call, which a call test does not hold, so a function that does nothing would pass them."""
+    if problem.tests and len(expected) == len(problem.tests) and all(v is None for v in expected.values()):
+        return (
+            "every call test expects null (a function that modifies its argument in place): "
+            "these tests cannot tell a correct function from one that does nothing"
+        )
+    return None
 
 
 def _call_args(problem: Problem, i: int, t: Test) -> list[Any]:

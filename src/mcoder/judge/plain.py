@@ -31,7 +31,7 @@ class NotPlain(ValueError):
 class SetItems:
     """A decoded set (``frozen``: a frozenset), kept as its items: nothing in it was hashed."""
 
-    __slots__ = ("items", "frozen")
+    __slots__ = ("frozen", "items")
 
     def __init__(self, items: list, frozen: bool = False):
         self.items, self.frozen = items, frozen

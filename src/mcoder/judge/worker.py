@@ -29,9 +29,9 @@ import os
 import pickle
 import resource
 import select
-import stat
 import signal
 import socket
+import stat
 import sys
 import time
 
