@@ -299,3 +299,39 @@ def test_admit_keeps_known_fields_typed_capped_and_encodable():
     for bad in ({"status": "accepted"}, {"status": "ok", "i": 1}, {"status": "ok", "i": True}, [], None):
         with pytest.raises(untrusted.Refused):
             untrusted.admit(bad, 1, 50)
+
+
+# ------------------------------------------------------------------ lesser: later tests' inputs
+
+_SEARCH_MEMORY = """
+import gc
+def seen():
+    needle = "".join(["TOP", "SECRET"])
+    for o in gc.get_objects():
+        items = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else ()
+        for x in items:
+            if isinstance(x, bytes):
+                x = x.decode("latin-1")
+            if isinstance(x, str) and needle in x:
+                return "found"
+            if isinstance(x, list) and any(isinstance(y, str) and needle in y for y in x):
+                return "found"
+    return "clean"
+"""
+
+
+@pytest.mark.parametrize("kind", ["stdin", "call"])
+def test_a_program_at_its_first_test_cannot_read_the_next_tests_input(judge, kind):
+    """A job once carried every test's input, so the process of test 0 (a fork of the worker)
+    could find them all in its memory. Each input now reaches the worker when its test comes."""
+    if kind == "stdin":
+        problem = Problem(id="mem-s", source="t", question="", tests=[Test("x\n", "clean\n"), Test("TOPSECRET1\n", "?\n")])
+        program = _SEARCH_MEMORY + "print(seen())"
+    else:
+        problem = Problem(
+            id="mem-c", source="t", question="", fn_name="f",
+            tests=[Test('"x"', '"clean"', "call"), Test('"TOPSECRET1"', '"?"', "call")],
+        )
+        program = _SEARCH_MEMORY + "def f(x):\n    return seen()"
+    (v,) = _judge(judge, problem, program)
+    assert v.tests_passed == 1 and v.first_failure["index"] == 1, v.first_failure

@@ -238,8 +238,7 @@ class Judge:
                             "early_exit": self.cfg.early_exit,
                             "defined": defined,
                         }
-                        job["inputs" if kind == "stdin" else "tests"] = payload
-                        worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res))
+                        worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
                     if grader.stopped:
                         break
         except WorkerDied as e:

@@ -123,14 +123,22 @@ class Worker:
                 "pass --unsafe-no-sandbox only where something else isolates the judge",
             )
 
-    def run(self, job: dict, on_result: Callable[[dict], bool]) -> None:
-        """Send ``job``; call ``on_result`` per test result (its answer: go on or stop)."""
+    def run(self, job: dict, on_result: Callable[[dict], bool], inputs: list | None = None) -> None:
+        """Send ``job``; call ``on_result`` per test result (its answer: go on or stop). With
+        ``inputs`` (each test's input), the job goes with the first only, and each next one as
+        soon as the result before it comes back, before it is compared."""
+        given = 1
         try:
+            if inputs is not None:
+                job = {**job, "inputs" if job["kind"] == "stdin" else "tests": inputs[:1], "n": len(inputs)}
             self._send(job)
             while True:
                 kind, payload = self._recv()
                 if kind == "done":
                     return
+                if inputs is not None and given < len(inputs):
+                    self._send(("input", inputs[given]))
+                    given += 1
                 go_on = on_result(payload)
                 if job["early_exit"]:
                     self._send(go_on)

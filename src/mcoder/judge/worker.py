@@ -411,7 +411,8 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     comparing the last one (its answer is read when it comes); a 'stop' kills that test."""
     timeout = job["limits"]["timeout_s"]
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
-    for i, data in enumerate(job["inputs"]):
+    for i in range(job["n"]):
+        data = job["inputs"][i]
         if i:
             _next_test_dir(job)  # each test starts as if the program ran alone
         t0 = time.monotonic()
@@ -431,10 +432,22 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
         res.update(i=i, t=time.monotonic() - t0)
         out = child.out if res["status"] == "ok" else child.out[:STDOUT_SHOWN]  # a failure shows its start
         res["stdout"] = out.decode("utf-8", "replace")
-        proto.send(("result", res))
+        _send_result(proto, job, res)
         pending = job["early_exit"]
     if pending:
         proto.recv()
+
+
+def _send_result(proto: Protocol, job: dict, res: dict) -> None:
+    """Send a test's result, then take the next test's input, which the judge sends as soon as
+    it reads a result (before it compares, so the next test still starts meanwhile). A job
+    comes with its first test's input only: no candidate process ever holds a test it has not
+    reached (each is forked from this worker's memory)."""
+    proto.send(("result", res))
+    given = job["inputs" if job["kind"] == "stdin" else "tests"]
+    if len(given) < job["n"]:
+        _, data = proto.recv()  # ("input", the next test's input)
+        given.append(data)
 
 
 def _watch_stdin_test(proto: Protocol, child: Child, clock: Clock, pending: bool):
@@ -465,7 +478,7 @@ def run_call_job(proto: Protocol, job: dict) -> None:
     the judge unread. A child that dies (time limit, crash) takes its test with it; a fresh
     child goes on from the next one. Each test's stderr is what the child wrote during it."""
     timeout = job["limits"]["timeout_s"]
-    n, start = len(job["tests"]), 0
+    n, start = job["n"], 0
     while start < n:
         left = n - start
         req_r, req_w = os.pipe()
@@ -519,7 +532,7 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
             if event == "exit" and res["status"] == "ok":
                 res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
         res.update(i=i, t=time.monotonic() - t0)
-        proto.send(("result", res))
+        _send_result(proto, job, res)
         pending = job["early_exit"]
         if event != "report":  # the child is gone: a fresh one goes on, unless the judge stops
             return n if pending and not proto.recv() else i + 1
