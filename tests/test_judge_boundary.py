@@ -41,7 +41,7 @@ def _cfg(**kw) -> JudgeConfig:
 
 @pytest.fixture(scope="module")
 def judge():
-    with Judge(_cfg()) as j:
+    with Judge(_cfg(max_output_mb=20)) as j:  # room for hole 7's 16 MB output
         yield j
 
 
@@ -247,19 +247,18 @@ def _peak_mb(judge: Judge, problem: Problem, program: str) -> tuple[Verdict, flo
     [
         # 16 MB against a 2-byte answer: refused unread (Python objects peaked at 214 MB before)
         ("1\n", "import sys\nsys.stdout.write('1\\n' * (8 << 20))", 80),
-        # 2.6 MB of padded lines against a 1 MB answer: compared, as streams (42 MB before, 6 after)
-        ("1\n" * (1 << 19), "import sys\nsys.stdout.write('1   \\n' * (1 << 19) + '2\\n')", 20),
-        # a line of 1M tokens against one token a line (30 MB before, 6 after)
-        ("1 " * (1 << 20) + "\n", "import sys\nsys.stdout.write('1\\n' * (1 << 20) + '2\\n')", 20),
+        # 1.3 MB of padded lines against a 0.5 MB answer: compared, in chunks (21 MB before, 4 after)
+        ("1\n" * (1 << 18), "import sys\nsys.stdout.write('1   \\n' * (1 << 18) + '2\\n')", 10),
+        # a line of 0.5M tokens against one token a line (16 MB before, 4 after)
+        ("1 " * (1 << 19) + "\n", "import sys\nsys.stdout.write('1\\n' * (1 << 19) + '2\\n')", 10),
     ],
     ids=["far_longer", "padded", "tokens"],
 )
-def test_hole7_a_huge_output_is_compared_in_bounded_memory(expected, program, limit_mb):
+def test_hole7_a_huge_output_is_compared_in_bounded_memory(judge, expected, program, limit_mb):
     """Peak memory of the judge process (Python's own allocations, tracemalloc) while it judges
     one hostile output: a few copies of the output at most, never ~50 times its size."""
     problem = Problem(id="big", source="t", question="", tests=[Test("", expected)])
-    with Judge(_cfg(max_output_mb=20)) as j:
-        v, peak = _peak_mb(j, problem, program)
+    v, peak = _peak_mb(judge, problem, program)
     assert v.status == "wrong_answer"
     assert peak < limit_mb, f"the judge held {peak:.0f} MB"
 

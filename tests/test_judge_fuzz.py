@@ -301,10 +301,19 @@ layout_text = st.text(alphabet=" \t\r\n\x0b\x0c\x1c\u2028\u00a0ab12.5-", max_siz
 @PURE_SHORT
 @given(expected=layout_text, got=layout_text)
 def test_the_stream_rules_read_as_their_definition(expected, got):
+    """Read in the module's chunks and batches, and in tiny ones (every cut point exercised)."""
     (e_ws, e_lines), (g_ws, g_lines) = _lines_by_definition(expected), _lines_by_definition(got)
-    assert (compare._whitespace_rule(expected, got, 1e-6, 1e-6) is not None) == (e_ws == g_ws)
-    assert (compare._lines_rule(expected, got, 1e-6, 1e-6) is not None) == (e_lines == g_lines)
-    assert (compare._tokens_rule(expected, got, 1e-6, 1e-6) is not None) == _tokens_by_definition(e_lines, g_lines)
+    for chunk, batch in ((compare._CHUNK, compare._BATCH), (3, 2)):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(compare, "_CHUNK", chunk)
+            m.setattr(compare, "_BATCH", batch)
+            assert (compare._whitespace_rule(expected, got, 1e-6, 1e-6) is not None) == (e_ws == g_ws)
+            assert (compare._lines_rule(expected, got, 1e-6, 1e-6) is not None) == (e_lines == g_lines)
+            tokens = _tokens_by_definition(e_lines, g_lines)
+            assert (compare._tokens_rule(expected, got, 1e-6, 1e-6) is not None) == tokens
+            for text in (expected, got):
+                assert list(compare._tokens(text)) == text.split()
+                assert list(compare._text_lines(text)) == (text.split("\n") if text else [])
 
 
 @PURE_SHORT

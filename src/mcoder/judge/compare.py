@@ -91,7 +91,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from itertools import pairwise, zip_longest
+from itertools import islice, pairwise, zip_longest
 from typing import Any, Literal
 
 from mcoder import safe_ast
@@ -224,22 +224,36 @@ def _unix(text: str) -> str:
 
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*+\n")  # a line of whitespace only, between two others
-_TOKEN = re.compile(r"\S++")  # the tokens of str.split(): the same Unicode whitespace
+_SPACE = re.compile(r"\s")  # str.split()'s whitespace (the same Unicode test)
+_CHUNK = 1 << 16  # characters split at once: C-speed splitting, a bounded piece at a time
+_BATCH = 4096  # lines or tokens compared at once (as lists, in C)
 _END = object()
 
 
 def _text_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` split on "\\n", one at a time; none at all for an empty text."""
+    """The lines of ``text`` split on "\\n", a chunk at a time; none at all for an empty text."""
     if not text:
         return
     pos = 0
     while True:
-        end = text.find("\n", pos)
+        end = text.find("\n", pos + _CHUNK)
         if end < 0:
-            yield text[pos:]
+            yield from text[pos:].split("\n")
             return
-        yield text[pos:end]
+        yield from text[pos:end].split("\n")
         pos = end + 1
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """The tokens of ``text`` (``str.split()``), a chunk at a time: cut only at whitespace."""
+    pos = 0
+    while True:
+        cut = _SPACE.search(text, pos + _CHUNK)
+        if cut is None:
+            yield from text[pos:].split()
+            return
+        yield from text[pos : cut.start()].split()
+        pos = cut.start()
 
 
 def _pairs(a: Iterator[Any], b: Iterator[Any]) -> Iterator[tuple[Any, Any]]:
@@ -247,20 +261,24 @@ def _pairs(a: Iterator[Any], b: Iterator[Any]) -> Iterator[tuple[Any, Any]]:
 
 
 def _same_lines(a: Iterator[str], b: Iterator[str], clean: Callable[[str], str]) -> bool:
-    return all(x is not None and y is not None and clean(x) == clean(y) for x, y in _pairs(a, b))
-
-
-def _tokens(text: str) -> Iterator[str]:
-    return (m.group() for m in _TOKEN.finditer(text))
+    """Equal line counts and equal lines after ``clean``, compared a batch at a time."""
+    while True:
+        x, y = list(map(clean, islice(a, _BATCH))), list(map(clean, islice(b, _BATCH)))
+        if x != y:
+            return False
+        if not x:
+            return True
 
 
 def _token_streams_match(exp: Iterator[str], got: Iterator[str], rtol: float, atol: float) -> bool:
-    for e, g in zip_longest(exp, got, fillvalue=_END):
-        if e is _END or g is _END:
+    while True:
+        x, y = list(islice(exp, _BATCH)), list(islice(got, _BATCH))
+        if len(x) != len(y):
             return False
-        if e != g and not _token_match(e, g, rtol, atol):
+        if not x:
+            return True
+        if x != y and not all(e == g or _token_match(e, g, rtol, atol) for e, g in zip(x, y)):
             return False
-    return True
 
 
 def _token_match(exp: str, got: str, rtol: float, atol: float) -> bool:
