@@ -334,3 +334,23 @@ def test_a_program_at_its_first_test_cannot_read_the_next_tests_input(judge, kin
         program = _SEARCH_MEMORY + "def f(x):\n    return seen()"
     (v,) = _judge(judge, problem, program)
     assert v.tests_passed == 1 and v.first_failure["index"] == 1, v.first_failure
+
+
+def test_a_worker_whose_job_raised_is_replaced_not_reused(judge, monkeypatch):
+    """Fault injection (named as such): the judge's reading of a result raises past the grader's
+    own guard, in the middle of the worker's protocol. That candidate gets judge_refused, the
+    worker process is replaced before it goes back to the pool, and the next job is judged."""
+    real = core._Grader.receive
+
+    def raising(self, indexes, res):
+        if "boom" in (res.get("stdout") or ""):
+            raise RuntimeError("a bug in the judge's own reading")
+        return real(self, indexes, res)
+
+    monkeypatch.setattr(core._Grader, "receive", raising)
+    before = judge.pool.workers[0].proc
+    (v,) = _judge(judge, DOUBLE, "print('boom')  # not the cached program of another test")
+    assert v.status == "judge_refused" and "RuntimeError" in v.first_failure["detail"] and not v.cached
+    assert judge.pool.workers[0].proc is not before and before.poll() is not None
+    monkeypatch.undo()
+    assert _judge(judge, DOUBLE, HONEST)[0].status == "accepted"

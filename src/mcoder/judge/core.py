@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from mcoder import safe_ast
-from mcoder.errors import DataError
+from mcoder.errors import DataError, McoderError
 from mcoder.judge import plain, sandbox, untrusted
 from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
@@ -155,6 +155,8 @@ class Judge:
             t0 = time.monotonic()
             try:
                 outcome = self._run(code, compiled, problem, prep)
+            except McoderError:
+                raise  # the host, not the candidate: a sandbox that cannot start is exit 4
             except Exception as e:  # noqa: BLE001 - the judge's code met something it cannot read
                 outcome = _refused(Outcome("accepted", 0, len(problem.tests)), e, time.monotonic() - t0)
             if self.cfg.cache:
@@ -243,6 +245,8 @@ class Judge:
                         break
         except WorkerDied as e:
             grader.worker_died(list(range(len(problem.tests))), str(e))
+        except McoderError:
+            raise  # the host, not the candidate: a sandbox that cannot start is exit 4
         except Exception as e:  # noqa: BLE001 - the job stopped on something the judge could not read
             grader.refuse(None, e)  # (the worker it ran on was replaced on the way out)
         return grader.outcome(time.monotonic() - t0)
