@@ -354,3 +354,19 @@ def test_a_worker_whose_job_raised_is_replaced_not_reused(judge, monkeypatch):
     assert judge.pool.workers[0].proc is not before and before.poll() is not None
     monkeypatch.undo()
     assert _judge(judge, DOUBLE, HONEST)[0].status == "accepted"
+
+
+def test_a_verdict_the_writer_cannot_encode_becomes_a_refusal_not_an_exit(judge, monkeypatch):
+    """Fault injection (named as such): record_safe is bypassed, so a lone surrogate reaches the
+    writer's own encoding (orjson, as `mcoder judge` writes). The rollout still gets a verdict."""
+    monkeypatch.setattr(untrusted, "record_safe", lambda value: value)
+    written = []
+    problem = Problem(id="sur", source="t", question="", tests=[Test("", "a\n")])
+    rollout = Rollout(id="r", problem_id="sur", completion=_fenced("print('\\ud800 '[0:0] + 'b')  # writer"))
+
+    def write(_i, v):
+        written.append(orjson.loads(dumps(v)))
+
+    monkeypatch.setattr(core, "_shown", lambda text: "\ud800")
+    (v,) = judge.judge({"sur": problem}, [rollout], write)
+    assert v.status == "judge_refused" and [w["status"] for w in written] == ["judge_refused"]

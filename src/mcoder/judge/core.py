@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import orjson
+
 from mcoder import safe_ast
 from mcoder.errors import DataError, McoderError
 from mcoder.judge import plain, sandbox, untrusted
@@ -118,8 +120,9 @@ class Judge:
                 if on_verdict is not None:
                     try:
                         on_verdict(i, v)
-                    except (TypeError, ValueError) as e:  # a verdict the writer cannot encode: a bug
-                        # of ours that record_safe missed; the rollout still gets its verdict
+                    except orjson.JSONEncodeError as e:  # a verdict the writer cannot encode (a bug of
+                        # ours that record_safe missed; raised before anything is written): the
+                        # rollout still gets a verdict, and the run goes on
                         verdicts[i] = v = self._verdict(rollouts[i], _refused(outcome, e), cached)
                         on_verdict(i, v)
 
