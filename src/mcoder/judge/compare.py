@@ -53,8 +53,16 @@ separates groups with blank lines is not matched by one that drops them (an empt
 answer); set elements compare exactly, without float tolerance; a problem that accepts several
 answers (a special judge) cannot be graded by text at all; a literal more than 8 times longer
 than the expected one (plus 1 KB) is not parsed (reformatting does not grow text that much, and
-parsing junk would stall the judge); numbers with exponents past 10**999999999999999999 match only
-as identical text. Like LiveCodeBench, ``lines`` ignores leading indentation. Unlike it, integer
+parsing junk would stall the judge); an output more than ``OUTPUT_MAX_GROWTH`` (16) times longer
+than the expected one plus 64 KiB is a wrong answer without being read (``microcoder`` mode;
+``strict`` reads it, as LiveCodeBench does); numbers with exponents past 10**999999999999999999
+match only as identical text.
+
+Bounded work on hostile input: the text rules split both texts a chunk at a time and compare a
+batch of lines or tokens at once, so memory stays near one copy of each text; no value of the
+candidate's is hashed (sets and dicts, parsed here or decoded by ``plain`` with ``hashfree``,
+compare as lists of canonical keys sorted, so a set of integers that all hash alike costs
+n log n, not n squared). ``OUTPUT_RULES`` and ``VALUE_RULES`` list each mode's rules in order. Like LiveCodeBench, ``lines`` ignores leading indentation. Unlike it, integer
 tokens with extra leading zeros (``01``), digit grouping (``1_000``) and non-ASCII digits are not
 numbers here.
 
