@@ -21,7 +21,6 @@ A short budget by default; ``make test-slow`` runs the slow variants with many m
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 
 import orjson
@@ -36,7 +35,7 @@ from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
 
-SHORT = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+SHORT = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 LONG = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 PURE_SHORT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 PURE_LONG = settings(max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))
@@ -62,7 +61,11 @@ def _cfg(**kw) -> JudgeConfig:
         sandbox.check_isolation()
     except EnvironmentMissing as e:
         pytest.skip(f"no sandbox on this machine: {e.message}")
-    return JudgeConfig(**{"workers": 2, "timeout_s": 2.0, "memory_mb": 512, "max_output_mb": 2.0, **kw})
+    # a roomy wall backstop: honest neighbours must not meet it on a loaded machine (hostile
+    # programs that spin are stopped by the CPU limit, not by it)
+    return JudgeConfig(
+        **{"workers": 2, "timeout_s": 2.0, "wall_factor": 4.0, "memory_mb": 512, "max_output_mb": 2.0, **kw}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +366,7 @@ def _run_with_kill(monkeypatch, judge: Judge, kind: str, step: int | None):
 
 
 def _kill_at_every_step(monkeypatch, kinds: list[str]) -> None:
-    with Judge(_cfg(workers=1, cache=False)) as judge:
+    with Judge(_cfg(workers=1, cache=False, wall_factor=10.0)) as judge:
         for kind in kinds:
             _, steps = _run_with_kill(monkeypatch, judge, kind, None)  # the protocol's own length
             for step in range(steps):
@@ -384,9 +387,3 @@ def test_the_worker_dies_at_every_step_of_a_stdin_job(monkeypatch):
 def test_the_worker_dies_at_every_step_of_every_job(monkeypatch):
     _kill_at_every_step(monkeypatch, sorted(PROBLEMS))
 
-
-@pytest.mark.skipif(not os.environ.get("MCODER_FUZZ_LONG"), reason="set MCODER_FUZZ_LONG=1 for the long fuzz")
-def test_long_fuzz_is_also_reachable_by_environment(judge):
-    """`MCODER_FUZZ_LONG=1 pytest tests/test_judge_fuzz.py` runs the long hostile-bytes property
-    outside the slow marker too."""
-    LONG(given(batch=batches)(lambda batch: _check_batch(judge, *batch)))()
