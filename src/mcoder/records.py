@@ -28,6 +28,7 @@ Status = Literal[
     "memory_limit",
     "compile_error",
     "no_code",
+    "judge_refused",  # the judge could not read or compare what the program sent: a failure
 ]
 STATUSES: tuple[str, ...] = typing.get_args(Status)
 

@@ -9,6 +9,12 @@ The library entry point the training loop uses::
 Comparison happens here, in the judge process, one test at a time as results stream back, so
 that early exit stops a candidate at its first wrong answer and no expected output ever enters a
 process a candidate is forked from.
+
+Every result enters through ``untrusted.admit`` (the one door for a candidate's data), and the
+code here is total on it: an exception while reading, comparing or recording a candidate's
+result becomes that candidate's verdict (``judge_refused``), the worker it ran on is replaced
+rather than reused, and a worker that dies under a job ends the job with what the candidate did
+until then: it is never run a second time.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import orjson
+
 from mcoder import safe_ast
-from mcoder.errors import DataError
-from mcoder.judge import plain, sandbox
+from mcoder.errors import DataError, McoderError
+from mcoder.judge import plain, sandbox, untrusted
 from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
@@ -58,6 +66,7 @@ class _Prepared:
     groups: list[tuple[str, list[int], list[Any]]]  # (kind, test indexes, worker payload per test)
     expected_values: dict[int, Any]
     digest: str
+    unprovable: str | None = None  # why no program can be shown right by these tests
 
 
 class Judge:
@@ -109,7 +118,13 @@ class Judge:
             with lock:
                 verdicts[i] = v
                 if on_verdict is not None:
-                    on_verdict(i, v)
+                    try:
+                        on_verdict(i, v)
+                    except orjson.JSONEncodeError as e:  # a verdict the writer cannot encode (a bug of
+                        # ours that record_safe missed; raised before anything is written): the
+                        # rollout still gets a verdict, and the run goes on
+                        verdicts[i] = v = self._verdict(rollouts[i], _refused(outcome, e), cached)
+                        on_verdict(i, v)
 
         waiting: dict[str, list[int]] = {}  # cache key -> rollouts that wait for that one run
         runs = []
@@ -126,6 +141,9 @@ class Judge:
                 deliver(i, quick, False)
                 continue
             prep = self._prepare(problem)
+            if prep.unprovable is not None:
+                deliver(i, Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable}), False)
+                continue
             key = cache_key(code, prep.digest, self._limits) if self.cfg.cache else f"run-{i}"
             hit = self.cache.get(key) if self.cfg.cache else None
             if hit is not None:
@@ -137,7 +155,13 @@ class Judge:
                 runs.append((key, code, compiled, problem, prep))
 
         def run(key: str, code: str, compiled: Any, problem: Problem, prep: _Prepared) -> None:
-            outcome = self._run(code, compiled, problem, prep)
+            t0 = time.monotonic()
+            try:
+                outcome = self._run(code, compiled, problem, prep)
+            except McoderError:
+                raise  # the host, not the candidate: a sandbox that cannot start is exit 4
+            except Exception as e:  # noqa: BLE001 - the judge's code met something it cannot read
+                outcome = _refused(Outcome("accepted", 0, len(problem.tests)), e, time.monotonic() - t0)
             if self.cfg.cache:
                 self.cache.put(key, outcome)
             first, *rest = waiting[key]
@@ -156,6 +180,12 @@ class Judge:
         """(source, code object, None), or the outcome that needs no run (no code, compile
         error, no tests) in third place."""
         n = len(problem.tests)
+        try:
+            return self._program_of(completion, n)
+        except Exception as e:  # noqa: BLE001 - a completion the extractor or compiler chokes on
+            return "", None, _refused(Outcome("accepted", 0, n), e)
+
+    def _program_of(self, completion: str, n: int) -> tuple[str, Any, Outcome | None]:
         code = extract_code(completion)
         if code is None:
             return (
@@ -181,8 +211,10 @@ class Judge:
         return prep
 
     def _run(self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared) -> Outcome:
-        """Run on a free worker; a worker that dies under a job (killed from outside) is restarted
-        and the job runs once more, so that the candidate is not blamed for it."""
+        """Run on a free worker, once. A worker that dies under the job (whoever killed it) is
+        replaced, and the job ends there: the tests graded so far stand and the others fail
+        with the worker's death as their reason. Running it again would let a program that can
+        kill its worker re-roll every failed guess."""
         t0 = time.monotonic()
         compiled = marshal.dumps(compiled_code)
         limits = {
@@ -195,16 +227,13 @@ class Judge:
         # the names the program binds itself (which the function under test must be one of),
         # read here rather than in every candidate process
         defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
-        for attempt in (1, 2):
-            grader = _Grader(problem, prep, self.cfg)
-            try:
-                with self.pool.acquire() as worker:
-                    for kind, indexes, payload in prep.groups:
-                        if kind == "functional":
-                            _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined)
-                            if grader.stopped:
-                                break
-                            continue
+        grader = _Grader(problem, prep, self.cfg)
+        try:
+            with self.pool.acquire() as worker:
+                for kind, indexes, payload in prep.groups:
+                    if kind == "functional":
+                        _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined)
+                    else:
                         job = {
                             "kind": kind,
                             "code": compiled,
@@ -214,14 +243,15 @@ class Judge:
                             "early_exit": self.cfg.early_exit,
                             "defined": defined,
                         }
-                        job["inputs" if kind == "stdin" else "tests"] = payload
-                        worker.run(job, lambda res, idx=indexes, g=grader: g.take(idx[res["i"]], res))
-                        if grader.stopped:
-                            break
-                return grader.outcome(time.monotonic() - t0)
-            except WorkerDied as e:
-                if attempt == 2:
-                    grader.worker_died(list(range(len(problem.tests))), str(e))
+                        worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
+                    if grader.stopped:
+                        break
+        except WorkerDied as e:
+            grader.worker_died(list(range(len(problem.tests))), str(e))
+        except McoderError:
+            raise  # the host, not the candidate: a sandbox that cannot start is exit 4
+        except Exception as e:  # noqa: BLE001 - the job stopped on something the judge could not read
+            grader.refuse(None, e)  # (the worker it ran on was replaced on the way out)
         return grader.outcome(time.monotonic() - t0)
 
     def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:
@@ -238,26 +268,48 @@ class Judge:
             status=o.status,
             tests_passed=o.tests_passed,
             tests_total=o.tests_total,
-            first_failure=o.first_failure,
-            matched_by=list(o.matched_by),
+            first_failure=untrusted.record_safe(o.first_failure),
+            matched_by=[str(m) for m in o.matched_by],
             elapsed_s=0.0 if cached else round(o.elapsed_s, 6),
             cached=cached,
         )
 
 
 class _Grader:
-    """Compares results as they stream in and keeps the tally of one run."""
+    """Compares results as they stream in and keeps the tally of one run. Total on what the
+    candidate sent: whatever it cannot read or compare ends the run as ``judge_refused``."""
 
     def __init__(self, problem: Problem, prep: _Prepared, cfg: JudgeConfig):
         self.problem, self.prep, self.cfg = problem, prep, cfg
+        self.max_out = int(cfg.max_output_mb * (1 << 20))
         self.passed, self.matched = 0, []
         self.status = "accepted"
         self.first_failure: dict[str, Any] | None = None
-        self.stopped = False
+        self.stopped = self.refused = False
         self.graded: set[int] = set()
 
+    def receive(self, indexes: list[int], res: Any) -> bool:
+        """A worker's raw result for one of ``indexes``; whether the worker should go on."""
+        if self.refused:
+            return False
+        try:
+            clean = untrusted.admit(res, len(indexes), self.max_out)
+            if "i" not in clean:
+                raise untrusted.Refused("a result that names no test")
+        except Exception as e:  # noqa: BLE001 - whatever the record holds, it is this candidate's
+            return self.refuse(None, e)
+        return self.take(indexes[clean["i"]], clean)
+
     def take(self, index: int, res: dict) -> bool:
-        """Grade test ``index``; whether the worker should go on."""
+        """Grade test ``index`` from an admitted result; whether the worker should go on."""
+        if self.refused:
+            return False
+        try:
+            return self._take(index, res)
+        except Exception as e:  # noqa: BLE001 - a comparator or a record that failed on its data
+            return self.refuse(index, e)
+
+    def _take(self, index: int, res: dict) -> bool:
         test = self.problem.tests[index]
         self.graded.add(index)
         got = None
@@ -268,6 +320,7 @@ class _Grader:
                 self.matched.append(rule)
                 return True
             status = "wrong_answer"
+            got = got() if callable(got) else got
         else:
             status = res["status"]
             got = res.get("stdout") or None  # what a crashed or stopped program printed first
@@ -286,7 +339,17 @@ class _Grader:
             return False
         return True
 
-    def _compare(self, index: int, test: Test, res: dict) -> tuple[str | None, str]:
+    def refuse(self, index: int | None, e: Exception) -> bool:
+        """The judge could not read or compare this candidate's result: that is its verdict."""
+        self.refused = self.stopped = True
+        if self.first_failure is None:
+            self.status = "judge_refused"
+            self.first_failure = {"index": index, **_refusal(e)}
+        return False
+
+    def _compare(self, index: int, test: Test, res: dict) -> tuple[str | None, Any]:
+        """(the rule that accepted or None, what the program gave: text, or a function that
+        shows a return value, called only when the test failed)."""
         mode = self.cfg.compare
         if test.kind == "stdin":
             got = res.get("stdout") or ""
@@ -297,14 +360,14 @@ class _Grader:
         if not isinstance(data, bytes):  # not plain data: never equal to anything
             return None, f"<{res.get('detail') or 'a value that is not plain data'}>"
         try:
-            _, value = plain.decode(data)
+            _, value = plain.decode(data, hashfree=True)
         except (plain.NotPlain, ValueError, TypeError):
             return None, "<a reply that is not plain data>"
-        return compare_value(self.prep.expected_values[index], value, mode), _repr(value)
+        return compare_value(self.prep.expected_values[index], value, mode), lambda: _repr(value)
 
     def worker_died(self, indexes: list[int], why: str) -> None:
         for i in [i for i in indexes if i not in self.graded]:
-            if not self.take(i, {"status": "runtime_error", "detail": f"judge worker died: {why}"}):
+            if not self.take(i, {"status": "runtime_error", "detail": untrusted.text(f"judge worker died: {why}", 300)}):
                 return
 
     def outcome(self, elapsed: float) -> Outcome:
@@ -313,11 +376,26 @@ class _Grader:
         )
 
 
+def _refusal(e: BaseException) -> dict[str, str]:
+    return {
+        "reason": "the judge refused the program's output: reading or comparing it failed",
+        "detail": untrusted.text(f"{type(e).__name__}: {e}", untrusted.DETAIL_CHARS),
+    }
+
+
+def _refused(base: Outcome, e: BaseException, elapsed: float | None = None) -> Outcome:
+    """``base`` turned into a refusal (what it passed stays counted)."""
+    return Outcome(
+        "judge_refused", base.tests_passed, base.tests_total, _refusal(e), list(base.matched_by),
+        base.elapsed_s if elapsed is None else elapsed,
+    )
+
+
 def _repr(value: Any) -> str:
     try:
         return repr(value)
-    except (RecursionError, ValueError):
-        return "<a value too deep to show>"
+    except (RecursionError, ValueError, MemoryError):
+        return "<a value too deep or too big to show>"
 
 
 def _functional(
@@ -356,12 +434,19 @@ def _functional_run(
          "early_exit": cfg.early_exit, "fds": True}
     )
     ended_sent = False
+    max_out = limits["max_output_bytes"]
     try:
         reports = []
         while True:
             kind, rep = checks.recv()
             if kind == "done":
                 break
+            # a check's report carries the candidate's text (its error names, a traceback of what
+            # it returned): admitted like every other result; one the judge cannot read ends the
+            # job here and the worker pair is replaced (``Pool.acquire``)
+            rep = untrusted.admit(rep, len(indexes), max_out)
+            if rep.get("i") != len(reports):
+                raise untrusted.Refused("a check report out of order")
             reports.append(rep)
             last = len(reports) == len(indexes) or (cfg.early_exit and rep.get("status") != "ok")
             if last and not ended_sent:  # the candidate's part is over: end it while the checks worker tidies up
@@ -373,6 +458,7 @@ def _functional_run(
         kind, ended = worker.recv()
         while kind != "done":
             kind, _ = worker.recv()
+    ended = untrusted.admit(ended, None, max_out)
     for rep in reports:
         status = rep.get("status")
         res = {"status": "ok"} if status == "ok" else {"status": status, "detail": rep.get("detail")}
@@ -428,7 +514,19 @@ def prepare_tests(problem: Problem) -> _Prepared:
             expected[i] = _json(problem, i, "output", t.output)
         else:
             payload.append((t.input, _calls_check(problem, i, t.input)))
-    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name))
+    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name), _unprovable(problem, expected))
+
+
+def _unprovable(problem: Problem, expected: dict[int, Any]) -> str | None:
+    """Why these tests cannot show any program right, or None. Call tests that all expect null
+    are LeetCode's "modify in place" functions (``-> None``): the result is the argument after
+    the call, which a call test does not hold, so a function that does nothing would pass them."""
+    if problem.tests and len(expected) == len(problem.tests) and all(v is None for v in expected.values()):
+        return (
+            "every call test expects null (a function that modifies its argument in place): "
+            "these tests cannot tell a correct function from one that does nothing"
+        )
+    return None
 
 
 def _call_args(problem: Problem, i: int, t: Test) -> list[Any]:

@@ -10,6 +10,7 @@ the end of the text. ``None`` means there is no code at all (the ``no_code`` ver
 from __future__ import annotations
 
 import re
+import warnings
 
 from mcoder import safe_ast
 
@@ -60,6 +61,8 @@ def _parses(text: str) -> bool:
 def compile_program(code: str) -> tuple[object | None, str | None]:
     """(code object, None) or (None, the compiler's message) for a compile error."""
     try:
-        return compile(code, "main.py", "exec", dont_inherit=True), None
+        with warnings.catch_warnings():  # the candidate's own warnings (an invalid escape) stay
+            warnings.simplefilter("ignore")  # out of the judge's stderr and cannot turn into errors
+            return compile(code, "main.py", "exec", dont_inherit=True), None
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
         return None, f"{type(e).__name__}: {e}"

@@ -329,6 +329,16 @@ def resolve(ns: dict, fn_name: str | None, defined: set[str]):
 
 CALL_IN, CALL_OUT = 3, 4  # the fds a call server reads requests from and writes replies to
 
+# Every fd a candidate can write to and the judge reads back, per test kind: its standard output
+# and error, the stdin harness's report line (which the program can forge), and the call
+# channel's replies (which it can forge too). All of it enters the judge through
+# ``untrusted.admit``; the fuzzing suite drives each one.
+CHANNELS: dict[str, dict[str, int]] = {
+    "stdin": {"stdout": 1, "stderr": 2, "report": REPORT_FD},
+    "call": {"stdout": 1, "stderr": 2, "reply": CALL_OUT},
+    "functional": {"stdout": 1, "stderr": 2, "reply": CALL_OUT},
+}
+
 
 def serve_calls(code, prelude: dict, max_value_bytes: int, defined: set[str] | None = None) -> None:
     """The candidate's side of call and functional tests: load the program once, then answer

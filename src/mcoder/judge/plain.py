@@ -7,6 +7,13 @@ a list, ``{"t": [...]}`` a tuple, ``{"d": [[k, v], ...]}`` a dict, ``{"s": [...]
 null is itself. ``decode`` rebuilds exactly these types and refuses anything else, so no object
 of the sender's making (a custom ``__eq__``, a frame, a function, a module) can reach the
 receiver: whatever the candidate sends, the receiver holds builtin values it compares itself.
+
+The judge process decodes with ``hashfree=True``: a set or a dict then comes back as
+``SetItems`` / ``DictItems``, its items in the order sent, never hashed. Building a real set of
+integers that all hash alike (``k * (2**61 - 1)``) takes quadratic time, and the candidate
+chooses what it sends; the judge's comparators order items by a canonical key instead
+(``compare``). The check process, which must hand real sets to a check's asserts, decodes as
+before (its own time limit bounds it).
 """
 
 from __future__ import annotations
@@ -21,6 +28,41 @@ class NotPlain(ValueError):
     """A value (or a message) that is not plain data."""
 
 
+class SetItems:
+    """A decoded set (``frozen``: a frozenset), kept as its items: nothing in it was hashed."""
+
+    __slots__ = ("frozen", "items")
+
+    def __init__(self, items: list, frozen: bool = False):
+        self.items, self.frozen = items, frozen
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __repr__(self) -> str:
+        if self.frozen:
+            return f"frozenset({{{', '.join(map(repr, self.items))}}})" if self.items else "frozenset()"
+        return f"{{{', '.join(map(repr, self.items))}}}" if self.items else "set()"
+
+
+class DictItems:
+    """A decoded dict kept as its (key, value) pairs in the order sent: no key was hashed."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list):
+        self.pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.pairs) + "}"
+
+
 def encode(value: Any, lenient: bool = False) -> bytes:
     """The JSON bytes of ``value``; NotPlain for anything that is not plain data. ``lenient``
     (the candidate's side) also takes subclasses of the plain types, as the types they extend
@@ -32,11 +74,12 @@ def encode(value: Any, lenient: bool = False) -> bytes:
         raise NotPlain(str(e)[:200]) from None
 
 
-def decode(data: bytes) -> Any:
-    """The value ``data`` stands for; NotPlain when it is anything but ``encode``'s output."""
+def decode(data: bytes, hashfree: bool = False) -> Any:
+    """The value ``data`` stands for; NotPlain when it is anything but ``encode``'s output.
+    ``hashfree``: sets and dicts as ``SetItems`` / ``DictItems`` (the judge process)."""
     try:
         raw = json.loads(data.decode("utf-8", "surrogatepass"))
-        return _unwrap(raw, 0)
+        return _unwrap(raw, 0, hashfree)
     except NotPlain:
         raise
     except (ValueError, RecursionError, TypeError, MemoryError) as e:
@@ -66,7 +109,7 @@ def _wrap(v: Any, depth: int, lenient: bool = False) -> Any:
     raise NotPlain(f"a {t.__name__} is not plain data")
 
 
-def _unwrap(v: Any, depth: int) -> Any:
+def _unwrap(v: Any, depth: int, hashfree: bool = False) -> Any:
     if depth > MAX_DEPTH:
         raise NotPlain("nested too deep")
     t = type(v)
@@ -79,20 +122,20 @@ def _unwrap(v: Any, depth: int) -> Any:
         return bytes.fromhex(body)
     if type(body) is not list:
         raise NotPlain("not a tagged value")
-    items = [_unwrap(x, depth + 1) for x in body] if tag != "d" else None
+    items = [_unwrap(x, depth + 1, hashfree) for x in body] if tag != "d" else None
     if tag == "l":
         return items
     if tag == "t":
         return tuple(items)
-    if tag == "s":
-        return set(items)
-    if tag == "f":
-        return frozenset(items)
+    if tag in ("s", "f"):
+        if hashfree:
+            return SetItems(items, frozen=tag == "f")
+        return set(items) if tag == "s" else frozenset(items)
     if tag == "d":
-        out = {}
+        pairs = []
         for pair in body:
             if type(pair) is not list or len(pair) != 2:
                 raise NotPlain("not a dict item")
-            out[_unwrap(pair[0], depth + 1)] = _unwrap(pair[1], depth + 1)
-        return out
+            pairs.append((_unwrap(pair[0], depth + 1, hashfree), _unwrap(pair[1], depth + 1, hashfree)))
+        return DictItems(pairs) if hashfree else dict(pairs)
     raise NotPlain(f"unknown tag {tag!r}")

@@ -125,14 +125,22 @@ class Worker:
                 "pass --unsafe-no-sandbox only where something else isolates the judge",
             )
 
-    def run(self, job: dict, on_result: Callable[[dict], bool]) -> None:
-        """Send ``job``; call ``on_result`` per test result (its answer: go on or stop)."""
+    def run(self, job: dict, on_result: Callable[[dict], bool], inputs: list | None = None) -> None:
+        """Send ``job``; call ``on_result`` per test result (its answer: go on or stop). With
+        ``inputs`` (each test's input), the job goes with the first only, and each next one as
+        soon as the result before it comes back, before it is compared."""
+        given = 1
         try:
+            if inputs is not None:
+                job = {**job, "inputs" if job["kind"] == "stdin" else "tests": inputs[:1], "n": len(inputs)}
             self._send(job)
             while True:
                 kind, payload = self._recv()
                 if kind == "done":
                     return
+                if inputs is not None and given < len(inputs):
+                    self._send(("input", inputs[given]))
+                    given += 1
                 go_on = on_result(payload)
                 if job["early_exit"]:
                     self._send(go_on)
@@ -145,14 +153,22 @@ class Worker:
         self.start()
 
     def _send(self, obj) -> None:
+        if self.proc is None:
+            raise WorkerDied(f"judge worker {self.slot} is not running")
         self.proc.stdin.write(framing.dumps(obj))
         self.proc.stdin.flush()
 
     def _recv(self):
+        if self.proc is None:
+            raise WorkerDied(f"judge worker {self.slot} is not running")
         n = framing.frame_length(self.proc.stdout.read(framing.HEADER.size))
-        if n is None:
+        data = self.proc.stdout.read(n) if n is not None else b""
+        if n is None or len(data) != n:
             raise WorkerDied(f"judge worker {self.slot} exited (code {self.proc.poll()})")
-        return pickle.loads(self.proc.stdout.read(n))
+        try:
+            return pickle.loads(data)
+        except Exception as e:  # noqa: BLE001 - a frame torn by the worker's death
+            raise WorkerDied(f"judge worker {self.slot} sent a broken frame: {type(e).__name__}") from None
 
     def close(self, keep_lease: bool = False) -> None:
         if self.checker is not None:
@@ -202,11 +218,19 @@ class Pool:
 
     @contextlib.contextmanager
     def acquire(self):
+        """A free worker. One whose job stopped on an exception (in the judge's code or the
+        worker's) is in the middle of its protocol: it is replaced by a fresh process before it
+        goes back, never reused as it is."""
         if self.aborted:
             raise WorkerDied("the judge was interrupted")
         w = self.free.get()
         try:
             yield w
+        except WorkerDied:
+            raise  # whoever raised it has started a fresh process already
+        except Exception:
+            self._replace(w)
+            raise
         finally:
             self.free.put(w)
 
@@ -218,6 +242,13 @@ class Pool:
                 if proc is not None:
                     with contextlib.suppress(OSError):
                         proc.kill()
+
+    @staticmethod
+    def _replace(w: Worker) -> None:
+        try:
+            w.restart()
+        except Exception:  # noqa: BLE001 - it cannot start now: its next job fails as WorkerDied
+            w.close(keep_lease=True)  # and tries again (Worker.run restarts it)
 
     def close(self) -> None:
         for w in self.workers:

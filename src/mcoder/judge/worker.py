@@ -29,9 +29,9 @@ import os
 import pickle
 import resource
 import select
-import shutil
 import signal
 import socket
+import stat
 import sys
 import time
 
@@ -457,9 +457,10 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     comparing the last one (its answer is read when it comes); a 'stop' kills that test."""
     timeout = job["limits"]["timeout_s"]
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
-    for i, data in enumerate(job["inputs"]):
+    for i in range(job["n"]):
+        data = job["inputs"][i]
         if i:
-            _reset_dir(job["dir"])  # each test starts as if the program ran alone
+            _next_test_dir(job)  # each test starts as if the program ran alone
         t0 = time.monotonic()
         child = fork_child(job, timeout, data, lambda: harness.run_stdin(job["code"]))
         try:
@@ -477,10 +478,22 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
         res.update(i=i, t=time.monotonic() - t0)
         out = child.out if res["status"] == "ok" else child.out[:STDOUT_SHOWN]  # a failure shows its start
         res["stdout"] = out.decode("utf-8", "replace")
-        proto.send(("result", res))
+        _send_result(proto, job, res)
         pending = job["early_exit"]
     if pending:
         proto.recv()
+
+
+def _send_result(proto: Protocol, job: dict, res: dict) -> None:
+    """Send a test's result, then take the next test's input, which the judge sends as soon as
+    it reads a result (before it compares, so the next test still starts meanwhile). A job
+    comes with its first test's input only: no candidate process ever holds a test it has not
+    reached (each is forked from this worker's memory)."""
+    proto.send(("result", res))
+    given = job["inputs" if job["kind"] == "stdin" else "tests"]
+    if len(given) < job["n"]:
+        _, data = proto.recv()  # ("input", the next test's input)
+        given.append(data)
 
 
 def _watch_stdin_test(proto: Protocol, child: Child, clock: Clock, pending: bool):
@@ -511,7 +524,7 @@ def run_call_job(proto: Protocol, job: dict) -> None:
     the judge unread. A child that dies (time limit, crash) takes its test with it; a fresh
     child goes on from the next one. Each test's stderr is what the child wrote during it."""
     timeout = job["limits"]["timeout_s"]
-    n, start = len(job["tests"]), 0
+    n, start = job["n"], 0
     while start < n:
         left = n - start
         req_r, req_w = os.pipe()
@@ -565,7 +578,7 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
             if event == "exit" and res["status"] == "ok":
                 res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
         res.update(i=i, t=time.monotonic() - t0)
-        proto.send(("result", res))
+        _send_result(proto, job, res)
         pending = job["early_exit"]
         if event != "report":  # the child is gone: a fresh one goes on, unless the judge stops
             return n if pending and not proto.recv() else i + 1
@@ -582,7 +595,7 @@ def _call_result(child: Child, frame: bytes) -> dict:
     if frame.startswith(b'{"t":["ok",'):  # the judge decodes (and checks) the value itself
         return {"status": "ok", "value": frame, "stderr": stderr}
     try:
-        kind, *rest = plain.decode(frame)
+        kind, *rest = plain.decode(frame, hashfree=True)  # read here only to sort the reply: nothing hashed
     except (plain.NotPlain, ValueError, TypeError):
         return {"status": "runtime_error", "detail": "a reply that is not plain data", "stderr": stderr}
     if kind == "ok":
@@ -736,29 +749,109 @@ def serve(proto: Protocol) -> None:
 
 
 def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
+    """Empty the folder ``path`` (``keep``: names of the judge's own entries in a worker's base
+    folder, which no candidate can write to)."""
     with os.scandir(path) as entries:
-        for e in entries:
-            if e.name == "main.py" or e.name in keep:
+        names = [e.name for e in entries if e.name not in keep]
+    for name in names:
+        _clear_tree(path, name)
+
+
+def _next_test_dir(job: dict) -> None:
+    """The candidate's folder as the next test finds it: only its main.py, written again. No
+    name is spared while clearing (a folder chain the program named main.py once was)."""
+    _reset_dir(job["dir"])
+    try:
+        _write_main(job["dir"], job.get("source", ""))
+    except OSError:  # something the program left could not be removed: it runs without its file
+        pass
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _clear_tree(parent: str, name: str) -> int:
+    """Remove ``parent/name`` and everything below it without recursion, one folder fd open at a
+    time (a chain thousands of folders deep, past PATH_MAX, is removed like a flat one), each
+    entry by name relative to its folder (no symbolic link is followed). Nothing is raised: what
+    cannot be removed is left, counted in the return value. Only called when no process of the
+    candidate is left (``finish_uid``), so nothing moves under it."""
+    failures = 0
+    try:
+        fd = os.open(parent, _DIR_FLAGS)
+    except OSError:
+        return 1
+    stack: list[list[tuple[str, bool]]] = [[(name, False)]]  # per level: (name, emptied already)
+    try:
+        while stack:
+            if not stack[-1]:
+                stack.pop()
+                if stack:  # up to the folder that holds the one just emptied
+                    up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = up
                 continue
-            if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path, ignore_errors=True)
-            else:
-                os.unlink(e.path)
+            entry, emptied = stack[-1].pop()
+            child = _remove_entry(fd, entry, emptied)
+            if child is None:
+                continue
+            if child < 0:
+                failures += 1
+                continue
+            os.close(fd)
+            fd = child
+            stack[-1].append((entry, True))  # removed once its contents are gone
+            stack.append([(n, False) for n in os.listdir(fd)])
+    except OSError:
+        failures += 1
+    finally:
+        os.close(fd)
+    return failures
+
+
+def _remove_entry(dir_fd: int, name: str, emptied: bool) -> int | None:
+    """Remove one entry of the folder ``dir_fd``: None when done; a folder that is not empty is
+    opened and its fd returned (to be emptied first); -1 when it cannot be removed."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return -1
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dir_fd)
+            return None
+        try:
+            os.rmdir(name, dir_fd=dir_fd)
+            return None
+        except OSError:
+            if emptied:
+                return -1
+        os.chmod(name, 0o700, dir_fd=dir_fd)  # a folder the program made unreadable
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return -1
 
 
 def _candidate_dir(seq: int, source: str) -> str:
     path = f"{SETUP['base']}/c{seq}"
     os.mkdir(path, 0o700)
-    fd = os.open(f"{path}/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    if SETUP.get("uid") is not None:
+        os.chown(path, SETUP["uid"], SETUP["uid"])
+    _write_main(path, source)
+    return path
+
+
+def _write_main(path: str, source: str) -> None:
+    fd = os.open(f"{path}/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         # for tracebacks, and for programs that read their own file
         framing.write_all(fd, source.encode("utf-8", "replace"))
         if SETUP.get("uid") is not None:
             os.fchown(fd, SETUP["uid"], SETUP["uid"])
-            os.chown(path, SETUP["uid"], SETUP["uid"])
     finally:
         os.close(fd)
-    return path
 
 
 def _remove_dir(path: str) -> None:
@@ -767,7 +860,8 @@ def _remove_dir(path: str) -> None:
         os.unlink(f"{path}/main.py")
         os.rmdir(path)
     except OSError:
-        shutil.rmtree(path, ignore_errors=True)
+        parent, name = os.path.split(path)
+        _clear_tree(parent, name)
 
 
 def setup(cfg: dict) -> None:
