@@ -67,6 +67,7 @@ class RemoteJudge:
         self._lock = threading.Lock()
         self._client = None
         self.failovers = 0  # requests that failed on a service and went to the next
+        self.aborted = False
 
     def __enter__(self) -> Self:
         import httpx
@@ -89,6 +90,10 @@ class RemoteJudge:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def abort(self) -> None:
+        """Ctrl-C: no request is sent any more (those in flight end with their own timeout)."""
+        self.aborted = True
 
     # ---------------------------------------------------------------- public
 
@@ -131,6 +136,8 @@ class RemoteJudge:
     # ---------------------------------------------------------------- one group
 
     def _group(self, problem: Problem, rollouts: list[Rollout]) -> list[Verdict]:
+        if self.aborted:
+            raise KeyboardInterrupt
         body = orjson.dumps(
             {
                 "problem": to_dict(problem),

@@ -98,6 +98,11 @@ class Judge:
             self.pool.close()
             self.pool = None
 
+    def abort(self) -> None:
+        """Ctrl-C: no candidate starts any more and the running ones are killed now."""
+        if self.pool is not None:
+            self.pool.abort()
+
     # ------------------------------------------------------------------ public
 
     def judge(

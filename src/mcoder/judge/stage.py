@@ -166,7 +166,7 @@ def _run(
             # Stop now, not after the batch: the queued candidates never start and the running
             # ones are killed (their would-be verdicts are dropped: a rerun judges them)
             stopped.set()
-            judge.pool.abort()
+            judge.abort()
             raise
 
 

@@ -178,7 +178,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         except KeyboardInterrupt:
             # Ctrl-C: the judge stops now (queued candidates never start, running ones are
             # killed) instead of finishing its batch; the rerun continues after the checkpoint
-            judge.pool.abort()
+            judge.abort()
             sampling.shutdown(wait=False, cancel_futures=True)
             raise
     barrier()
