@@ -47,6 +47,48 @@ def logprobs_and_entropy(
     return logp, entropy
 
 
+def head_logprobs_and_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    tokens: torch.Tensor,
+    temperature: float,
+    chunk: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logprobs_and_entropy`` of the logits ``hidden @ weight.T + bias`` without ever holding
+    them for more than ``chunk`` rows (0: all rows at once): each chunk's logits are made, read
+    and dropped, and made again in the backward (activation checkpointing of the output layer).
+    hidden (N, H), tokens (N,) -> log-probs (N,) with gradient, entropy (N,) without."""
+    from torch.utils.checkpoint import checkpoint
+
+    n = hidden.shape[0]
+    step = chunk if chunk > 0 else max(n, 1)
+    logps, entropies = [], []
+    for i in range(0, n, step):
+        h, tok = hidden[i : i + step], tokens[i : i + step]
+        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+            lp, ent = checkpoint(_head_chunk, h, weight, bias, tok, temperature, use_reentrant=False)
+        else:
+            lp, ent = _head_chunk(h, weight, bias, tok, temperature)
+        logps.append(lp)
+        entropies.append(ent)
+    if not logps:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logps), torch.cat(entropies)
+
+
+def _head_chunk(h, weight, bias, tok, temperature: float):
+    """One chunk of rows: (log-probs, entropy) of its logits, from one log-softmax."""
+    logits = torch.nn.functional.linear(h, weight, bias)  # (n, V)
+    lp_all = torch.log_softmax(logits.float() / temperature, dim=-1)  # (n, V)
+    logp = lp_all.gather(-1, tok.unsqueeze(-1)).squeeze(-1)  # (n,)
+    with torch.no_grad():
+        lp = lp_all.detach()
+        entropy = -(lp.exp() * lp).sum(-1)  # (n,)
+    return logp, entropy
+
+
 # ------------------------------------------------------------------ advantages
 
 

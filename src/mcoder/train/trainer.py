@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from mcoder.errors import DataError, UsageError
-from mcoder.models import load_tokenizer, resolve_device
+from mcoder.models import load_tokenizer, resolve_device, resolve_dtype
 from mcoder.records import STATUSES, Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.batching import (
@@ -40,7 +40,7 @@ from mcoder.train.batching import (
 )
 from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
-from mcoder.train.models import completion_logits, load_policy, load_reference, score
+from mcoder.train.models import completion_logprobs, load_policy, load_reference, score
 
 # A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
 # tokenizer, README.md model card), loadable by from_pretrained and vLLM as it is; what only
@@ -66,8 +66,12 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.tokenizer = load_tokenizer(self.model_path)
         self.device = resolve_device(cfg.device)
+        self.compute_dtype = resolve_dtype(cfg.dtype)  # master weights and moments stay float32
         self.model = load_policy(self.model_path, cfg).to(self.device)
         self.model.train()
+        if checkpointing_on(cfg, self.device):
+            # non-reentrant: gradients reach a LoRA adapter with a frozen embedding before it
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.reference = load_reference(self.model_path, self.model, cfg)
         self.model = self.wrap_policy(self.model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -147,12 +151,15 @@ class Trainer:
         for micro in microbatches(samples, self.cfg.micro_batch_size):
             batch = collate(micro, pad)
             lens = [s.num_tokens for s in micro]
+            chunk = self.cfg.logprob_chunk_tokens
             if recompute:
-                old = score(self.model, batch, T)  # (B, C)
+                with self.compute():
+                    old = score(self.model, batch, T, chunk=chunk)  # (B, C)
                 for s, row, n in zip(micro, old, lens, strict=True):
                     s.old_logprobs = row[:n].tolist()
             if self.reference is not None:
-                ref = score(self.reference, batch, T, reference=True)  # (B, C)
+                with self.compute():
+                    ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
                 for s, row, n in zip(micro, ref, lens, strict=True):
                     s.ref_logprobs = row[:n].tolist()
 
@@ -225,16 +232,17 @@ class Trainer:
         """A forward/backward that adds nothing (loss x 0): it keeps this process in step with
         the collectives of processes that have one more micro-batch."""
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
-        logits = completion_logits(self.model, batch)  # (1, C, V)
-        (logits.float().sum() * 0.0).backward()
+        with self.compute():
+            logp, _ = completion_logprobs(self.model, batch, 1.0, chunk=self.cfg.logprob_chunk_tokens)  # (1, C)
+        (logp.sum() * 0.0).backward()
 
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         return sums
 
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
-        logits = completion_logits(self.model, batch)  # (B, C, V)
-        logp, entropy = grpo.logprobs_and_entropy(logits, batch.completion_ids, T)  # (B, C), (B, C)
+        with self.compute():
+            logp, entropy = completion_logprobs(self.model, batch, T, chunk=self.cfg.logprob_chunk_tokens)  # (B, C)
         parts = grpo.policy_loss(
             logp,
             batch.old_logprobs,
@@ -266,6 +274,12 @@ class Trainer:
     def scalar(self, t) -> float:
         """A tensor of the trainer's as a float (the FSDP2 trainer gathers a sharded one first)."""
         return float(t)
+
+    def compute(self):
+        """Forwards in the compute dtype: autocast over the float32 master weights (as TRL); the
+        FSDP2 trainer casts in its sharding instead (a mixed-precision policy)."""
+        bf16 = self.compute_dtype != torch.float32
+        return torch.autocast(self.device.type, dtype=self.compute_dtype, enabled=bf16)
 
     # ------------------------------------------------------------ checkpoints
 
@@ -349,6 +363,12 @@ class Trainer:
                     hint="train with the same --lora-rank as the checkpoint, or start from its base model",
                 ) from None
             self.scheduler.load_state_dict(saved["scheduler"])
+
+
+def checkpointing_on(cfg: TrainConfig, device) -> bool:
+    """Activation checkpointing: asked for, or (auto) on a GPU, where activations are the memory
+    that runs out; off on a CPU by default (the tiny models of tests and demos gain nothing)."""
+    return cfg.activation_checkpointing == "on" or (cfg.activation_checkpointing == "auto" and device.type == "cuda")
 
 
 def read_state(path: str | os.PathLike) -> dict[str, Any] | None:
