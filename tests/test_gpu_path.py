@@ -1,0 +1,234 @@
+"""The GPU path, proved where a CPU can prove it: collectives reach a backend that serves their
+tensors, ranks waiting on rank 0's lone work outlive a short collective timeout, bf16 compute
+updates float32 master weights at lr 1e-6, log-probs from the hidden states in chunks equal the
+full-logits ones, and activation checkpointing leaves the gradients as they are."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from helpers.collectives import Recorder, violations
+from mcoder.jsonl import RecordWriter
+from mcoder.train import distributed as D
+from mcoder.train import grpo
+from mcoder.train.batching import collate, prepare
+from mcoder.train.config import resolve
+from mcoder.train.trainer import Trainer
+from train_records import sample_rollouts, verdicts_for
+
+HELPERS = Path(__file__).resolve().parent / "helpers"
+PROMPTS = {"a": "sum", "b": "sort", "c": "max"}
+
+
+def _env() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def torchrun(script: Path, *args, timeout: int = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)]
+    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+@pytest.fixture(scope="module")
+def rollouts(tiny_model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    return sample_rollouts(model, tok, PROMPTS, n=4, max_tokens=10, temperature=0.9)
+
+
+def verdicts(rollouts):
+    return verdicts_for(rollouts, lambda r: r.sample_index % 2)
+
+
+# ------------------------------------------------------------------ 1. process groups
+
+
+def test_backend_specs_serve_host_scalars_and_the_training_device():
+    assert D.backend_spec("cuda") == "cpu:gloo,cuda:nccl"
+    assert D.served_devices(D.backend_spec("cuda")) == {"cpu", "cuda"}
+    assert D.served_devices("nccl") == {"cuda"}  # the group before: no CPU tensor served
+    assert "cpu" in D.served_devices(D.backend_spec("cpu"))
+
+
+def test_a_group_without_a_cpu_backend_refuses_host_scalars_as_nccl_does():
+    """The failure of the first GPU run, made on a CPU: a group whose only backend serves CUDA
+    (here gloo registered for cuda alone, standing in for NCCL) gets the trainer's CPU scalars."""
+    dist.init_process_group(backend="cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with pytest.raises(RuntimeError, match="No backend type associated with device type cpu"):
+            dist.all_reduce(torch.tensor([1], device=D.HOST))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_every_collective_of_a_step_reaches_a_backend_that_serves_it(tiny_model, rollouts, tmp_path):
+    """One FSDP2 update, its checkpoint and the loop's waits, every collective recorded: on a GPU
+    (the default group ``backend_spec('cuda')``, the others gloo) each would reach a backend
+    that serves its tensors; under the NCCL-only group of before, some would not."""
+    D.init_groups(D.backend_spec("cuda").replace("nccl", "gloo"), 60, store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        cfg = resolve("microcoder-grpo", {"lr": 1e-3, "mini_batch_size": 2, "micro_batch_size": 3, "truncation": "none"})
+        with Recorder() as rec:
+            trainer = D.FSDPTrainer(str(tiny_model), cfg)
+            trainer.train_on_batch(rollouts, verdicts(rollouts))
+            trainer.save(tmp_path / "ck")
+            D.broadcast_result(lambda: 1.0)
+            D.gather_results(lambda: 0)
+    finally:
+        D._destroy_group()
+    seen = rec.seen
+    assert {(c.op, c.group) for c in seen} >= {
+        ("c10d.allreduce_.default", "default"),  # micro-batch counts, metric sums
+        ("c10d.broadcast_.default", "gloo"),  # rank 0's result
+        ("c10d.allgather_.default", "gloo"),  # every rank's result
+        ("c10d.barrier.default", "gloo"),  # after rank 0's checkpoint write
+    }
+    assert violations(seen, D.backend_spec("cuda")) == []
+    assert violations(seen, "nccl"), "the check would not have caught the NCCL-only group"
+
+
+@pytest.mark.slow
+def test_two_ranks_fsdp_collectives_reach_a_backend_that_serves_them(tiny_model, rollouts, tmp_path):
+    """The same with two real ranks, where FSDP2 gathers and reduces the policy's shards."""
+    with RecordWriter(tmp_path / "r.jsonl", "id") as w:
+        w.write_all(rollouts)
+    with RecordWriter(tmp_path / "v.jsonl", "rollout_id") as w:
+        w.write_all(verdicts(rollouts).values())
+    r = torchrun(HELPERS / "collectives_run.py", tiny_model, tmp_path, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    from helpers.collectives import Collective
+
+    for rank in (0, 1):
+        seen = [Collective(**{**c, "devices": tuple(c["devices"])}) for c in json.loads((tmp_path / f"rank{rank}.json").read_text())]
+        assert any(c.issuer == "sharding" and c.group == "default" for c in seen)
+        assert violations(seen, D.backend_spec("cuda")) == []
+        assert violations(seen, "nccl")
+
+
+def test_ranks_waiting_on_rank_0s_lone_work_outlive_a_short_collective_timeout(tmp_path):
+    """A collective timeout of 1 s (NCCL's watchdog, made short) and rank 0 working alone for 2 s:
+    the probe, the checkpoint barrier and an uneven gather all pass; a plain collective of the
+    default group that rank 0 reaches 2 s late fails on rank 1, so the timeout was in force."""
+    r = torchrun(HELPERS / "lone_work_run.py", 1, 2, tmp_path)
+    reports = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in (0, 1)]
+    for rep in reports:
+        assert rep["passed"] == ["probe", "checkpoint", "gather"], (rep, r.stderr[-2000:])
+    assert reports[1]["late_all_reduce"].startswith("failed")
+
+
+# ------------------------------------------------------------------ 2. mixed precision
+
+
+def test_bf16_compute_moves_float32_master_weights_at_lr_1e_6(tiny_model, rollouts):
+    """10 AdamW steps at lr 1e-6: with bf16 weights 1.9 % of them moved (the update is ~100x
+    below half a bf16 ulp); with float32 masters under bf16 compute nearly all do."""
+    cfg = resolve("microcoder-grpo", {"lr": 1e-6, "dtype": "bfloat16", "mini_batch_size": 1, "truncation": "none"})
+    trainer = Trainer(str(tiny_model), cfg)
+    assert all(p.dtype == torch.float32 for p in trainer.params)
+    before = [p.detach().clone() for p in trainer.params]
+    seen: set[torch.dtype] = set()
+    layer = next(m for m in trainer.model.modules() if isinstance(m, torch.nn.Linear))
+    hook = layer.register_forward_hook(lambda m, i, o: seen.add(o.dtype))
+    steps = 0
+    while steps < 10:
+        steps += trainer.train_on_batch(rollouts, verdicts(rollouts))["updates"]
+    hook.remove()
+    assert seen == {torch.bfloat16}, "the forward ran in bf16"
+    moved = sum(int((p.detach() != b).sum()) for p, b in zip(trainer.params, before, strict=True))
+    total = sum(b.numel() for b in before)
+    assert moved / total > 0.9, f"{moved / total:.1%} of the master weights moved"
+    state = trainer.optimizer.state_dict()["state"][0]
+    assert state["exp_avg"].dtype == state["exp_avg_sq"].dtype == torch.float32
+
+
+# ------------------------------------------------------------------ 3. chunked log-probs, checkpointing
+
+
+def _full_logits_way(model, batch, T):
+    """How log-probs and entropy were computed before: the full logits of every position."""
+    C = batch.completion_ids.shape[1]
+    logits = model(
+        input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids,
+        logits_to_keep=C + 1, use_cache=False,
+    ).logits[:, :-1]  # fmt: skip
+    return grpo.logprobs_and_entropy(logits, batch.completion_ids, T)
+
+
+class _LogitRows(torch.utils._python_dispatch.TorchDispatchMode):
+    """The most rows of any tensor as wide as the vocabulary made while it is on (views, such as
+    the output layer's transposed weight, hold no memory of their own; the output layer's
+    weight gradient, (hidden, vocab), is the size of the weight whatever the tokens)."""
+
+    def __init__(self, vocab: int, hidden: int):
+        super().__init__()
+        self.vocab, self.hidden, self.most = vocab, hidden, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in torch.utils._pytree.tree_leaves(out):
+            if not isinstance(t, torch.Tensor) or t.dim() < 1 or t.shape[-1] != self.vocab or t._is_view():
+                continue
+            if tuple(t.shape) != (self.hidden, self.vocab):
+                self.most = max(self.most, t.numel() // self.vocab)
+        return out
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 7])
+def test_chunked_logprobs_equal_the_full_logits_ones(tiny_model, rollouts, chunk):
+    from mcoder.train.models import completion_logprobs
+
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"truncation": "none"}))
+    samples = prepare([(r, v) for r, v in zip(rollouts, verdicts(rollouts).values(), strict=True)], trainer.cfg, 10)
+    batch = collate(samples[:6], trainer.tokenizer.pad_token_id)
+    mask = batch.token_mask.bool()
+    weights = torch.randn(batch.completion_ids.shape)
+    grads = []
+    for way in ("full", "chunked"):
+        trainer.model.zero_grad()
+        vocab = trainer.model.config.vocab_size
+        with _LogitRows(vocab, trainer.model.config.hidden_size) as rows:
+            if way == "full":
+                logp, ent = _full_logits_way(trainer.model, batch, 0.7)
+            else:
+                logp, ent = completion_logprobs(trainer.model, batch, 0.7, chunk=chunk)
+            ((logp * weights * mask).sum()).backward()
+        grads.append({n: p.grad.clone() for n, p in trainer.model.named_parameters()})
+        if way == "full":
+            ref_logp, ref_ent = logp.detach(), ent
+        else:
+            torch.testing.assert_close(logp.detach()[mask], ref_logp[mask], atol=1e-5, rtol=0)
+            torch.testing.assert_close(ent[mask], ref_ent[mask], atol=1e-5, rtol=0)
+            assert rows.most <= (chunk or int(mask.sum())), "never more logit rows at once than the chunk"
+    for n in grads[0]:
+        torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_activation_checkpointing_recomputes_and_leaves_gradients_equal(tiny_model, rollouts, monkeypatch):
+    grads, calls = {}, {}
+    for mode in ("off", "on"):
+        trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"activation_checkpointing": mode, "truncation": "none"}))
+        layer_type = type(next(m for m in trainer.model.modules() if type(m).__name__ == "Qwen3DecoderLayer"))
+        forward, calls[mode] = layer_type.forward, 0
+
+        def counted(self, *args, mode=mode, forward=forward, **kwargs):
+            calls[mode] += 1
+            return forward(self, *args, **kwargs)
+
+        monkeypatch.setattr(layer_type, "forward", counted)
+        prep = trainer.prepare_samples(rollouts, verdicts(rollouts))
+        trainer.accumulate_gradients(prep.samples, prep.T, prep.L_max)
+        monkeypatch.undo()
+        grads[mode] = {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
+    assert calls["off"] > 0 and calls["on"] == 2 * calls["off"], "each layer's forward runs again in the backward"
+    for n in grads["off"]:
+        torch.testing.assert_close(grads["on"][n], grads["off"][n], atol=1e-6, rtol=1e-5, msg=n)
