@@ -6,6 +6,7 @@ full-logits ones, and activation checkpointing leaves the gradients as they are.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -232,3 +233,67 @@ def test_activation_checkpointing_recomputes_and_leaves_gradients_equal(tiny_mod
     assert calls["off"] > 0 and calls["on"] == 2 * calls["off"], "each layer's forward runs again in the backward"
     for n in grads["off"]:
         torch.testing.assert_close(grads["on"][n], grads["off"][n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+# ------------------------------------------------------------------ 4. vLLM beside the trainer, importance sampling
+
+
+def test_lora_with_a_float32_vllm_engine_on_a_gpu_is_refused():
+    from mcoder.errors import UsageError
+    from mcoder.rollout.engines.vllm_engine import _check_lora_dtype
+
+    for dtype in ("float32", torch.float32):
+        with pytest.raises(UsageError, match="float16 or bfloat16") as e:
+            _check_lora_dtype(dtype)
+        assert e.value.exit_code == 2
+    for dtype in ("bfloat16", "auto", torch.float16):
+        _check_lora_dtype(dtype)
+
+
+def test_tensor_parallel_engines_under_torchrun_are_refused(monkeypatch, tmp_path):
+    from mcoder.errors import UsageError
+    from mcoder.loop.config import LoopConfig
+
+    cfg = dict(model=tmp_path, problems=tmp_path / "p.jsonl", run_dir=tmp_path / "run", engine="vllm")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(UsageError, match="tensor-parallel-size 2 under torchrun"):
+        LoopConfig(**cfg, tensor_parallel_size=2, train=resolve("microcoder-grpo", {"lora_rank": 8})).validate()
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    LoopConfig(**cfg, tensor_parallel_size=2, train=resolve("microcoder-grpo", {"lora_rank": 8})).validate()
+
+
+def test_the_weight_stream_casts_float32_masters_to_the_engines_dtype(tiny_model):
+    from mcoder.loop.samplers import engine_dtype, policy_weights
+
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"dtype": "bfloat16"}))
+    assert engine_dtype(trainer.cfg) == ("bfloat16" if torch.cuda.is_available() else trainer.cfg.dtype)
+    streamed = dict(policy_weights(trainer, "bfloat16"))
+    for name, p in trainer.model.named_parameters():
+        assert p.dtype == torch.float32 and streamed[name].dtype == torch.bfloat16
+        torch.testing.assert_close(streamed[name], p.detach().to(torch.bfloat16), atol=0, rtol=0)
+
+
+def test_importance_sampling_weights_each_token_by_the_capped_ratio(tiny_model, rollouts):
+    """The sampler's log-probs made to differ from the trainer's (as vLLM in bf16 does): with a
+    cap the weights are min(π_old / π_sampler, C), the metrics report the mismatch, and the
+    surrogate of each token is scaled by its weight."""
+    import dataclasses
+
+    shifted = [
+        dataclasses.replace(r, sampling_logprobs=[lp + (0.5 if i % 2 else -0.5) for i, lp in enumerate(r.sampling_logprobs)])
+        for r in rollouts
+    ]
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"importance_sampling_cap": 1.2, "truncation": "none"}))
+    prep = trainer.prepare_samples(shifted, verdicts(shifted))
+    for s in prep.samples:
+        expected = [min(math.exp(o - q), 1.2) for o, q in zip(s.old_logprobs, s.rollout.sampling_logprobs, strict=True)]
+        assert s.is_weights == pytest.approx(expected, rel=1e-6)
+    assert prep.metrics["is/logprob_diff"] == pytest.approx(0.5, abs=0.01)
+    assert 0 < prep.metrics["is/capped"] < 1 and prep.metrics["is/weight_mean"] < 1.2
+
+    logp, adv, mask = torch.zeros(1, 3), torch.tensor([1.0]), torch.ones(1, 3)
+    w = torch.tensor([[0.5, 1.0, 2.0]])
+    kw = dict(eps_low=0.2, eps_high=0.2, num_tokens=3.0, num_seqs=1)
+    plain = grpo.policy_loss(logp, logp, adv, mask, **kw).loss
+    weighted = grpo.policy_loss(logp, logp, adv, mask, is_weights=w, **kw).loss
+    assert float(weighted) == pytest.approx(float(plain) * float(w.mean()))

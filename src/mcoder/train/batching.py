@@ -41,6 +41,7 @@ class Sample:
     cut_off: bool = False  # truncated before its program finished (masking.cut_off)
     old_logprobs: list[float] | None = None  # log π_old^T per completion token
     ref_logprobs: list[float] | None = None  # log π_ref^T per completion token (beta > 0)
+    is_weights: list[float] | None = None  # truncated importance weights min(π_old / π_sampler, C) per token
 
     @property
     def num_tokens(self) -> int:
@@ -180,6 +181,7 @@ class Batch:
     advantages: torch.Tensor  # (B,)
     old_logprobs: torch.Tensor | None  # (B, C) log π_old, when every sample has them
     ref_logprobs: torch.Tensor | None  # (B, C) log π_ref, when every sample has them
+    is_weights: torch.Tensor | None = None  # (B, C) truncated importance weights, when every sample has them
 
     def to(self, device) -> Batch:
         moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
@@ -217,6 +219,7 @@ def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
         advantages=torch.tensor([s.advantage for s in samples], dtype=torch.float32),
         old_logprobs=old,
         ref_logprobs=ref,
+        is_weights=_pad_floats([s.is_weights for s in samples], C),  # (B, C) or None
     )
 
 

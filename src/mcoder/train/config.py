@@ -91,6 +91,8 @@ class TrainConfig:
     """Sequences per forward/backward; gradients accumulate over a mini-batch."""
     recompute_old_logprobs: bool = False
     """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
+    importance_sampling_cap: float = 0.0
+    """C > 0: truncated importance sampling for the sampler/trainer mismatch (TRL's vllm_importance_sampling_correction): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off."""
     shuffle: bool = True
     """Shuffle prompt groups (seeded) before splitting them into mini-batches."""
     seed: int = 0
@@ -131,6 +133,8 @@ class TrainConfig:
                 raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
         if self.logprob_temperature is not None and self.logprob_temperature <= 0:
             raise UsageError("temperature must be > 0")
+        if self.importance_sampling_cap < 0:
+            raise UsageError("importance_sampling_cap must be >= 0 (0 turns the correction off)")
         if self.logprob_chunk_tokens < 0 or self.dist_timeout_s <= 0:
             raise UsageError("logprob_chunk_tokens must be >= 0 and dist_timeout_s > 0")
         if self.max_tokens is not None and self.max_tokens < 1:

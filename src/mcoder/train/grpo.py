@@ -195,18 +195,23 @@ def policy_loss(
     num_seqs: int,
     L_max: int | None = None,
     kl_ratio_weighted: bool = False,
+    is_weights: torch.Tensor | None = None,
 ) -> LossParts:
     """-J for one micro-batch: the clipped surrogate plus beta · k3 KL, aggregated by ``agg``.
 
     logp (B, T) carries the gradient; old_logp and ref_logp (B, T) and adv (B,) are constants.
     ``kl_ratio_weighted`` multiplies the KL by the ratio r (DeepSeek-V3.2's unbiased KL gradient,
-    TRL's use_bias_correction_kl); the GRPO objective above has it off.
+    TRL's use_bias_correction_kl); the GRPO objective above has it off. ``is_weights`` (B, T),
+    constants: truncated importance weights min(π_old / π_sampler, C) on each token's surrogate
+    (the sampler's distribution differs from the trainer's, e.g. vLLM in bf16).
     """
     mask = mask.to(logp.dtype)  # (B, T)
     A = adv.to(logp.dtype).unsqueeze(1)  # (B, 1)
     ratio = torch.exp(logp - old_logp)  # (B, T)
     clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)  # (B, T)
     per_token = -torch.min(ratio * A, clipped * A)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.to(logp.dtype)  # (B, T)
     if beta != 0.0:
         if ref_logp is None:
             raise ValueError("beta > 0 needs the reference model's log-probs")

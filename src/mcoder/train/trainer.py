@@ -127,6 +127,7 @@ class Trainer:
         metrics["temperature"] = T
         if samples:
             self._fill_logprobs(samples, T)
+            metrics.update(importance_weights(samples, self.cfg.importance_sampling_cap))
         return Prepared(samples, T, L_max, metrics)
 
     def _temperature(self, pairs, rollouts_name: str) -> float:
@@ -144,7 +145,11 @@ class Trainer:
 
     def _fill_logprobs(self, samples: list[Sample], T: float) -> None:
         """π_old (recomputed when asked or missing) and π_ref, before any update."""
-        recompute = self.cfg.recompute_old_logprobs or any(s.old_logprobs is None for s in samples)
+        recompute = (
+            self.cfg.recompute_old_logprobs
+            or self.cfg.importance_sampling_cap > 0  # the correction compares the trainer's π_old with the sampler's
+            or any(s.old_logprobs is None for s in samples)
+        )
         if not recompute and self.reference is None:
             return
         pad = self.tokenizer.pad_token_id
@@ -257,6 +262,7 @@ class Trainer:
             num_seqs=num_seqs,
             L_max=L_max,
             kl_ratio_weighted=self.cfg.kl_ratio_weighted,
+            is_weights=batch.is_weights,
         )
         parts.loss.backward()
         return parts, float((entropy * batch.completion_mask).sum())
@@ -363,6 +369,31 @@ class Trainer:
                     hint="train with the same --lora-rank as the checkpoint, or start from its base model",
                 ) from None
             self.scheduler.load_state_dict(saved["scheduler"])
+
+
+def importance_weights(samples: list[Sample], cap: float) -> dict[str, float]:
+    """Truncated importance sampling (``cap`` > 0): each sample's per-token weights
+    min(π_old / π_sampler, cap), π_old being the trainer's recomputed log-probs; and the metrics
+    of the mismatch (always, when the rollouts carry sampling log-probs and π_old was recomputed):
+    the mean |log π_old - log π_sampler| per token, the mean weight and the share capped."""
+    diffs, weights = [], []
+    for s in samples:
+        q = s.rollout.sampling_logprobs
+        if q is None or s.old_logprobs is None or s.old_logprobs is q:
+            continue
+        d = torch.tensor(s.old_logprobs, dtype=torch.float64) - torch.tensor(q, dtype=torch.float64)  # (C,)
+        w = d.exp().clamp(max=cap) if cap > 0 else d.exp()  # (C,)
+        if cap > 0:
+            s.is_weights = w.tolist()
+        diffs.append(d.abs())
+        weights.append(w)
+    if not diffs:
+        return {}
+    d, w = torch.cat(diffs), torch.cat(weights)
+    out = {"is/logprob_diff": float(d.mean()), "is/weight_mean": float(w.mean())}
+    if cap > 0:
+        out["is/capped"] = float((w >= cap).double().mean())
+    return out
 
 
 def checkpointing_on(cfg: TrainConfig, device) -> bool:
