@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 import torch
 import torch.distributed as dist
 
@@ -297,3 +299,43 @@ def test_importance_sampling_weights_each_token_by_the_capped_ratio(tiny_model, 
     plain = grpo.policy_loss(logp, logp, adv, mask, **kw).loss
     weighted = grpo.policy_loss(logp, logp, adv, mask, is_weights=w, **kw).loss
     assert float(weighted) == pytest.approx(float(plain) * float(w.mean()))
+
+
+# ------------------------------------------------------------------ token-budget micro-batches
+
+
+def _sample(prompt: int, completion: int, i: int):
+    from mcoder.records import Rollout, Verdict
+    from mcoder.train.batching import Sample
+
+    r = Rollout(id=f"r{i}", problem_id="p", completion="", prompt_token_ids=[1] * prompt, completion_token_ids=[2] * completion)
+    v = Verdict(rollout_id=r.id, problem_id="p", reward=0.0, passed=False, status="wrong_answer", tests_passed=0, tests_total=1)
+    return Sample(r, v, 0)
+
+
+@given(
+    lengths=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 200)), min_size=0, max_size=30),
+    budget=st.integers(1, 600),
+)
+def test_token_budget_micro_batches_hold_every_sample_once_within_the_budget(lengths, budget):
+    from mcoder.train.batching import microbatches
+
+    samples = [_sample(p, c, i) for i, (p, c) in enumerate(lengths)]
+    micros = microbatches(samples, 4, token_budget=budget)
+    assert sorted(s.rollout.id for m in micros for s in m) == sorted(s.rollout.id for s in samples)
+    for m in micros:
+        padded = len(m) * max(len(s.rollout.prompt_token_ids) + s.num_tokens for s in m)
+        assert padded <= budget or len(m) == 1
+    widths = [max(len(s.rollout.prompt_token_ids) + s.num_tokens for s in m) for m in micros]
+    assert widths == sorted(widths, reverse=True), "longest first: similar lengths together"
+
+
+def test_token_budget_micro_batches_give_the_gradient_of_fixed_counts(tiny_model, rollouts):
+    grads = {}
+    for name, extra in (("count", {"micro_batch_size": 4}), ("tokens", {"micro_batch_tokens": 60})):
+        trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"truncation": "none", **extra}))
+        prep = trainer.prepare_samples(rollouts, verdicts(rollouts))
+        trainer.accumulate_gradients(prep.samples, prep.T, prep.L_max)
+        grads[name] = {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
+    for n in grads["count"]:
+        torch.testing.assert_close(grads["tokens"][n], grads["count"][n], atol=1e-6, rtol=1e-4, msg=n)

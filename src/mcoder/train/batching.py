@@ -166,8 +166,28 @@ def minibatches(grouped: list[list[Sample]], size: int, *, shuffle: bool, seed: 
     return [[s for g in chunk for s in grouped[g]] for chunk in chunks]
 
 
-def microbatches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
-    return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+def microbatches(samples: Sequence[Sample], size: int, token_budget: int = 0) -> list[list[Sample]]:
+    """Slices of ``size`` samples; with a ``token_budget`` > 0 instead, the samples sorted by
+    length (longest first) and packed so that each micro-batch's padded size (sequences x its
+    longest prompt + completion) stays within the budget (a longer sample goes alone): similar
+    lengths share a micro-batch, so little is padding, and memory follows tokens, not counts.
+    Each loss is divided by the mini-batch's totals, so the gradient does not depend on the cut."""
+    if token_budget <= 0:
+        return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+    out: list[list[Sample]] = []
+    widest = 0
+    for s in sorted(samples, key=_length, reverse=True):
+        if out and (len(out[-1]) + 1) * max(widest, _length(s)) <= token_budget:
+            out[-1].append(s)
+        else:
+            out.append([s])
+            widest = 0
+        widest = max(widest, _length(s))
+    return out
+
+
+def _length(s: Sample) -> int:
+    return len(s.rollout.prompt_token_ids or ()) + s.num_tokens
 
 
 @dataclass

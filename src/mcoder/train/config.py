@@ -89,6 +89,8 @@ class TrainConfig:
     """Prompt groups per optimizer step; a rollout batch gives ceil(groups / this) updates."""
     micro_batch_size: int = 4
     """Sequences per forward/backward; gradients accumulate over a mini-batch."""
+    micro_batch_tokens: int = 0
+    """T > 0: micro-batches by tokens instead of --micro-batch-size: samples sorted by length, packed up to T padded tokens each (prompt + completion)."""
     recompute_old_logprobs: bool = False
     """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
     importance_sampling_cap: float = 0.0
@@ -133,6 +135,8 @@ class TrainConfig:
                 raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
         if self.logprob_temperature is not None and self.logprob_temperature <= 0:
             raise UsageError("temperature must be > 0")
+        if self.micro_batch_tokens < 0:
+            raise UsageError("micro_batch_tokens must be >= 0 (0: --micro-batch-size sequences)")
         if self.importance_sampling_cap < 0:
             raise UsageError("importance_sampling_cap must be >= 0 (0 turns the correction off)")
         if self.logprob_chunk_tokens < 0 or self.dist_timeout_s <= 0:

@@ -153,7 +153,7 @@ class Trainer:
         if not recompute and self.reference is None:
             return
         pad = self.tokenizer.pad_token_id
-        for micro in microbatches(samples, self.cfg.micro_batch_size):
+        for micro in microbatches(samples, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens):
             batch = collate(micro, pad)
             lens = [s.num_tokens for s in micro]
             chunk = self.cfg.logprob_chunk_tokens
@@ -204,7 +204,7 @@ class Trainer:
         form (zero_advantage, as verl) its tokens add 0 to the sum but stay in the count."""
         num_tokens = float(sum(s.num_tokens for s in mini if not s.dropped))
         num_seqs = sum(not s.dropped for s in mini)
-        micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size)
+        micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size, self.cfg.micro_batch_tokens)
         idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
         sums: Counter[str] = Counter()
         self.optimizer.zero_grad(set_to_none=True)
