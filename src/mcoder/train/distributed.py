@@ -314,9 +314,10 @@ def _gather_optimizer_state(sd: dict) -> dict:
     (in the same order: the state dict is built the same way everywhere), rank 0 keeps it."""
     state = {}
     for idx, entry in sd["state"].items():
-        full = {k: _full(v) for k, v in entry.items()}
-        state[idx] = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in full.items()}
-    return {"state": state if is_main() else {}, "param_groups": sd["param_groups"]}
+        full = {k: _full(v) for k, v in entry.items()}  # a collective: every rank, one tensor at a time
+        if is_main():  # the others drop it at once: the whole state on every rank's host would not fit
+            state[idx] = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in full.items()}
+    return {"state": state, "param_groups": sd["param_groups"]}
 
 
 def _shard_optimizer_state(sd: dict, params: list[torch.nn.Parameter]) -> dict:

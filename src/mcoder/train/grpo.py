@@ -56,17 +56,19 @@ def head_logprobs_and_entropy(
     chunk: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``logprobs_and_entropy`` of the logits ``hidden @ weight.T + bias`` without ever holding
-    them for more than ``chunk`` rows (0: all rows at once): each chunk's logits are made, read
-    and dropped, and made again in the backward (activation checkpointing of the output layer).
+    them for more than ``chunk`` rows: each chunk's logits are made, read
+    and dropped, and made again in the backward (activation checkpointing of the output layer:
+    memory for compute). ``chunk`` 0: all rows at once, kept for the backward, nothing recomputed.
     hidden (N, H), tokens (N,) -> log-probs (N,) with gradient, entropy (N,) without."""
     from torch.utils.checkpoint import checkpoint
 
     n = hidden.shape[0]
     step = chunk if chunk > 0 else max(n, 1)
     logps, entropies = [], []
+    recompute = chunk > 0 and torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
     for i in range(0, n, step):
         h, tok = hidden[i : i + step], tokens[i : i + step]
-        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+        if recompute:
             lp, ent = checkpoint(_head_chunk, h, weight, bias, tok, temperature, use_reentrant=False)
         else:
             lp, ent = _head_chunk(h, weight, bias, tok, temperature)

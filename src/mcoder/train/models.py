@@ -32,9 +32,10 @@ def load_policy(path: str, cfg: TrainConfig, *, dtype: str = MASTER_DTYPE):
             model, rank=cfg.lora_rank, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
             target_modules=cfg.lora_target_modules,
         )
-    for p in model.parameters():
-        if p.requires_grad and p.dtype != torch.float32:
-            p.data = p.data.float()  # a trainable weight is a float32 master, always
+    if dtype == MASTER_DTYPE:  # (a sampling copy, loaded in the compute dtype, is never updated)
+        for p in model.parameters():
+            if p.requires_grad and p.dtype != torch.float32:
+                p.data = p.data.float()  # a trainable weight is a float32 master
     return model
 
 

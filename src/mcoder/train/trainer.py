@@ -360,7 +360,9 @@ class Trainer:
         self.base_model = state.get("base_model", self.model_path)
         optim = state_dir(path) / OPTIM_FILE
         if optim.exists():
-            saved = torch.load(optim, weights_only=True, map_location=self.device)
+            # on the host, mapped from the file: load_optimizer_state moves each moment to its
+            # parameter (its shard under FSDP2), never the whole state onto every rank's GPU
+            saved = torch.load(optim, weights_only=True, map_location="cpu", mmap=True)
             try:
                 self.load_optimizer_state(saved["optimizer"])
             except ValueError as e:
