@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 import torch
 import torch.distributed as dist
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers.collectives import Recorder, violations
 from mcoder.jsonl import RecordWriter
@@ -37,7 +37,7 @@ def _env() -> dict:
 
 def torchrun(script: Path, *args, timeout: int = 300) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)]
-    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env())
+    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env(), check=False)
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +256,7 @@ def test_tensor_parallel_engines_under_torchrun_are_refused(monkeypatch, tmp_pat
     from mcoder.errors import UsageError
     from mcoder.loop.config import LoopConfig
 
-    cfg = dict(model=tmp_path, problems=tmp_path / "p.jsonl", run_dir=tmp_path / "run", engine="vllm")
+    cfg = {"model": tmp_path, "problems": tmp_path / "p.jsonl", "run_dir": tmp_path / "run", "engine": "vllm"}
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(UsageError, match="tensor-parallel-size 2 under torchrun"):
         LoopConfig(**cfg, tensor_parallel_size=2, train=resolve("microcoder-grpo", {"lora_rank": 8})).validate()
@@ -295,7 +295,7 @@ def test_importance_sampling_weights_each_token_by_the_capped_ratio(tiny_model, 
 
     logp, adv, mask = torch.zeros(1, 3), torch.tensor([1.0]), torch.ones(1, 3)
     w = torch.tensor([[0.5, 1.0, 2.0]])
-    kw = dict(eps_low=0.2, eps_high=0.2, num_tokens=3.0, num_seqs=1)
+    kw = {"eps_low": 0.2, "eps_high": 0.2, "num_tokens": 3.0, "num_seqs": 1}
     plain = grpo.policy_loss(logp, logp, adv, mask, **kw).loss
     weighted = grpo.policy_loss(logp, logp, adv, mask, is_weights=w, **kw).loss
     assert float(weighted) == pytest.approx(float(plain) * float(w.mean()))
@@ -361,7 +361,7 @@ def test_two_ranks_bf16_compute_update_float32_masters_as_one_process(tiny_model
             "--verdicts", tmp_path / "v.jsonl", "--out", out, "--lr", "1e-3", "--dtype", "bfloat16",
             "--truncation", "none", "--mini-batch-size", "2", "--micro-batch-size", "3", "-q",
         ]  # fmt: skip
-        r = subprocess.run([*launch, *map(str, args)], capture_output=True, text=True, timeout=300, env=_env())
+        r = subprocess.run([*launch, *map(str, args)], capture_output=True, text=True, timeout=300, env=_env(), check=False)
         assert r.returncode == 0, r.stderr[-3000:]
         outs[nproc] = load_file(out / "model.safetensors")
     base = load_file(tiny_model / "model.safetensors")

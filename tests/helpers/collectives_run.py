@@ -13,12 +13,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the helpers package
 
-from helpers.collectives import Recorder  # noqa: E402
-from mcoder.jsonl import read_records  # noqa: E402
-from mcoder.loop.samplers import policy_weights  # noqa: E402
-from mcoder.records import Rollout, Verdict  # noqa: E402
-from mcoder.train import distributed as D  # noqa: E402
-from mcoder.train.config import resolve  # noqa: E402
+from helpers.collectives import Recorder
+from mcoder.jsonl import read_records
+from mcoder.loop.samplers import policy_weights
+from mcoder.records import Rollout, Verdict
+from mcoder.train import distributed as D
+from mcoder.train.config import resolve
 
 
 def main(model: str, batch: str, out: str) -> None:

@@ -14,7 +14,6 @@ from mcoder.train import grpo
 from mcoder.train.batching import Batch
 from mcoder.train.config import TrainConfig
 
-
 MASTER_DTYPE = "float32"  # the weights the optimizer updates, whatever the compute dtype
 
 
