@@ -94,7 +94,7 @@ class TrainConfig:
     recompute_old_logprobs: bool = False
     """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
     importance_sampling_cap: float = 0.0
-    """C > 0: truncated importance sampling for the sampler/trainer mismatch (TRL's vllm_importance_sampling_correction): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off."""
+    """C > 0: truncated importance sampling for the sampler/trainer mismatch (as TRL): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off."""
     shuffle: bool = True
     """Shuffle prompt groups (seeded) before splitting them into mini-batches."""
     seed: int = 0
