@@ -372,3 +372,21 @@ def test_two_ranks_bf16_compute_update_float32_masters_as_one_process(tiny_model
         # (about lr, of either sign) may flip; 2 steps of lr 1e-3 bound it, and most agree closely
         assert d.max() < 4.4e-3 and (d > 1e-4).float().mean() < 0.05, (k, d.max())
     assert max((outs[2][k] - base[k]).abs().max().item() for k in base) > 1e-4
+
+
+def test_a_lora_hand_over_gathers_the_adapter_alone(tiny_model, tmp_path):
+    """Under FSDP2 each step's adapter is gathered for vLLM (and each checkpoint): the frozen
+    base never is, and the adapter folder PEFT writes from it loads as before."""
+    from safetensors.torch import load_file
+
+    D.init_groups("gloo", 60, store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        trainer = D.FSDPTrainer(str(tiny_model), resolve("microcoder-grpo", {"lora_rank": 4}))
+        with trainer.full_weights():
+            gathered = dict(trainer._full_weights)
+            trainer.save_weights(tmp_path)
+    finally:
+        D._destroy_group()
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert set(gathered) == trainable and all("lora_" in n for n in gathered)
+    assert len(load_file(tmp_path / "adapter_model.safetensors")) == len(trainable)

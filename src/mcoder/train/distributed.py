@@ -282,8 +282,9 @@ class FSDPTrainer(Trainer):
 
     @contextlib.contextmanager
     def full_weights(self):
-        """Full weights on rank 0's CPU for ``save_weights`` (every rank must enter this)."""
-        full = self.full_state_dict()
+        """Full weights on rank 0's CPU for ``save_weights`` (every rank must enter this). With
+        LoRA the adapter's alone: the frozen base is never gathered for a checkpoint or a hand-over."""
+        full = self.adapter_state_dict() if hasattr(self.model, "peft_config") else self.full_state_dict()
         # a tied lm_head appears under two names here; keep the names one process would save
         names = {n for n, _ in self.model.named_parameters()} | {n for n, _ in self.model.named_buffers()}
         self._full_weights = {k: v for k, v in full.items() if k in names}
@@ -291,6 +292,17 @@ class FSDPTrainer(Trainer):
             yield
         finally:
             self._full_weights = None
+
+    def adapter_state_dict(self) -> dict:
+        """The trainable (adapter) tensors gathered whole, one at a time (a collective each),
+        kept on rank 0's CPU; PEFT's save_pretrained reads nothing else."""
+        out = {}
+        for name, p in self.model.named_parameters():
+            if p.requires_grad:
+                full = _full(p.detach())
+                if is_main():
+                    out[name] = full.cpu()
+        return out
 
     def save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder, state_dict=self._full_weights)
