@@ -78,6 +78,7 @@ def completion_logprobs(
         logp, entropy = grpo.head_logprobs_and_entropy(h, head.weight, head.bias, tokens, temperature, chunk)
         return torch.stack([logp, entropy], dim=-1)  # (N, 2), returned as the model's "logits"
 
+    own = head.__dict__.get("forward")  # a forward set on the instance before (a hook library's)
     head.forward = forward
     try:
         out = model(
@@ -88,7 +89,10 @@ def completion_logprobs(
             use_cache=False,
         ).logits  # (N, 2)
     finally:
-        del head.forward  # the class's forward again
+        if own is None:
+            del head.forward  # the class's forward again
+        else:
+            head.forward = own
     logp = out.new_zeros(B * C).index_put((rows,), out[:, 0]).view(B, C)  # (B, C)
     entropy = out.new_zeros(B * C).index_put((rows,), out[:, 1].detach()).view(B, C)  # (B, C)
     return logp, entropy
