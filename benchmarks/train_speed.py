@@ -4,7 +4,9 @@ The same model, the same fixed batch (P prompts x G completions of L tokens, eac
 rewards with variance in every group), the same settings (token-level loss, ε 0.2 / ε_high 0.28,
 β 0, T 1.0, one optimizer step over the whole batch, one forward of the whole batch, no gradient
 checkpointing: TRL's GRPOConfig turns it on by default, recomputing the forward in the backward
-to save memory, and mcoder has none, so it is off unless ``--trl-gradient-checkpointing``).
+to save memory, and mcoder's is off on a CPU, so both are off unless ``--checkpointing``).
+mcoder computes log-probs and entropy from the last hidden states 1,024 tokens at a time
+(``--logprob-chunk-tokens``, 0: all at once, as before).
 TRL gets the batch through its ``rollout_func`` hook, so neither side samples.
 
 The model is built once per run (random weights, no download) and both sides load it, in float32:
@@ -79,6 +81,8 @@ def run_mcoder(model_dir: str, a) -> dict:
             "mini_batch_size": a.prompts,
             "micro_batch_size": a.prompts * a.group,
             "shuffle": False,
+            "activation_checkpointing": "on" if a.checkpointing else "off",
+            "logprob_chunk_tokens": a.logprob_chunk_tokens,
         },
     )
     trainer = Trainer(model_dir, cfg)
@@ -173,7 +177,7 @@ def run_trl(model_dir: str, a) -> dict:
             seed=a.seed,
             disable_tqdm=True,
             dataloader_num_workers=0,
-            gradient_checkpointing=a.trl_gradient_checkpointing,
+            gradient_checkpointing=a.trl_gradient_checkpointing or a.checkpointing,
         )
         ds = Dataset.from_list([{"prompt": str(i)} for i in range(a.prompts)])
         trainer = GRPOTrainer(
@@ -218,8 +222,10 @@ def main() -> None:
     ap.add_argument(
         "--trl-gradient-checkpointing",
         action="store_true",
-        help="TRL's default: recompute activations in the backward (mcoder has no such option)",
+        help="TRL's default: recompute activations in the backward (TRL alone; --checkpointing: both)",
     )
+    ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing on both sides")
+    ap.add_argument("--logprob-chunk-tokens", type=int, default=1024, help="mcoder's log-prob chunk (0: all at once)")
     ap.add_argument("--which", choices=["mcoder", "trl"])
     ap.add_argument("--model")
     a = ap.parse_args()
@@ -246,13 +252,16 @@ def main() -> None:
                     *[f"--{k}={getattr(a, k)}" for k in ("prompts", "group", "length", "steps", "threads")],
                     f"--seed={a.seed + rep}",
                     *(["--trl-gradient-checkpointing"] if a.trl_gradient_checkpointing else []),
+                    *(["--checkpointing"] if a.checkpointing else []),
+                    f"--logprob-chunk-tokens={a.logprob_chunk_tokens}",
                 ]
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
                 results[which].append(json.loads(out.split("RESULT ", 1)[1]))
     print(
         f"one GRPO step: {a.prompts} prompts x G={a.group} x {a.length} completion tokens, {name}, "
         f"{params / 1e6:.1f}M parameters (float32), {a.threads} torch threads, "
-        f"TRL gradient checkpointing {'on' if a.trl_gradient_checkpointing else 'off'}, "
+        f"TRL gradient checkpointing {'on' if a.trl_gradient_checkpointing or a.checkpointing else 'off'}, "
+        f"mcoder's {'on' if a.checkpointing else 'off'}, mcoder log-prob chunk {a.logprob_chunk_tokens} tokens, "
         f"{a.repeats} repeats (first of {a.steps} steps is warm-up)"
     )
     print(f"{'':8} {'tokens/s':>18} {'step s':>14} {'peak RSS MiB':>16} {'RSS rise MiB':>16}")

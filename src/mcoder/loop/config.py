@@ -74,8 +74,22 @@ class LoopConfig:
         self.train.validate()
         if self.engine == "vllm" and self.train.lora_rank <= 0:
             self._check_full_vllm()
+        self._check_tensor_parallel()
         self._check_off_policy()
         return self
+
+    def _check_tensor_parallel(self) -> None:
+        """Under torchrun each rank's engine is pinned to that rank's GPU (loop/samplers.py):
+        an engine spanning several GPUs would need sub-groups of ranks, which mcoder does not build."""
+        from mcoder.train.distributed import world_size
+
+        if self.tensor_parallel_size > 1 and world_size() > 1:
+            raise UsageError(
+                f"--tensor-parallel-size {self.tensor_parallel_size} under torchrun: each of the "
+                f"{world_size()} processes samples with an engine on its own GPU",
+                hint="use --tensor-parallel-size 1 under torchrun (every GPU samples its share), or "
+                "launch one process (no torchrun) for a tensor-parallel engine",
+            )
 
     def _check_full_vllm(self) -> None:
         """Full fine-tuning with vLLM streams the new weights into one engine per process
@@ -94,10 +108,10 @@ class LoopConfig:
             raise UsageError("--off-policy is 0 or 1", hint=f"got {self.off_policy}")
         if not self.off_policy:
             return
-        if self.train.recompute_old_logprobs:
+        if self.train.recompute_old_logprobs or self.train.importance_sampling_cap > 0:
             raise UsageError(
                 "--off-policy 1 takes π_old from the sampling log-probs; --recompute-old-logprobs "
-                "would take the policy of the update instead",
+                "(or --importance-sampling-cap, which recomputes it) would take the policy of the update instead",
                 hint="drop one of the two",
             )
         if self.engine == "vllm" and self.train.lora_rank > 0:

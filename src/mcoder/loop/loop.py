@@ -39,7 +39,7 @@ def run_loop(cfg: LoopConfig) -> Path:
 
     cfg.validate()
     run = RunFolder(cfg.run_dir)
-    setup()  # joins torchrun's process group when launched by it; nothing in one process
+    setup(cfg.train.dist_timeout_s)  # joins torchrun's process group when launched by it; nothing in one process
     main = is_main()
 
     # -------- the run folder is an output like any other (RUN.lock and RUN.meta.json, held by the

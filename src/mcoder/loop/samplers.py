@@ -84,7 +84,8 @@ class SyncedCopy:
         from mcoder.train.models import load_policy
 
         self.trainer = trainer
-        self.copy = load_policy(start, trainer.cfg).to(trainer.device).eval()
+        # in the compute dtype: it samples, never updates (sync casts the float32 masters)
+        self.copy = load_policy(start, trainer.cfg, dtype=trainer.cfg.dtype).to(trainer.device).eval()
         self.engine = HFEngine(self.copy, trainer.tokenizer)
 
     def sync(self) -> None:
@@ -128,8 +129,9 @@ class VLLMFull:
 
     def sync(self) -> None:
         """Stream the policy's weights into this rank's engine (every rank: the gathers are
-        collectives all ranks join, tensor by tensor in the same order)."""
-        self.engine.load_weights(policy_weights(self.trainer))
+        collectives all ranks join, tensor by tensor in the same order), each cast to the
+        engine's dtype (bf16 on a GPU) from the float32 masters."""
+        self.engine.load_weights(policy_weights(self.trainer, engine_dtype(self.trainer.cfg)))
 
     def before_update(self) -> None:
         self.engine.sleep(level=2)  # weights and KV cache freed: the next sync rewrites every weight
@@ -138,17 +140,26 @@ class VLLMFull:
         pass
 
 
-def policy_weights(trainer) -> Iterator[tuple[str, Any]]:
+def policy_weights(trainer, dtype: str | None = None) -> Iterator[tuple[str, Any]]:
     """The policy's weights as ``(name, tensor)`` pairs named as in its checkpoint, one at a time
-    (a tied output layer comes once, as the embeddings). Under torchrun each sharded tensor is
-    gathered whole on every rank when it is reached: every rank must run through the whole
-    iterator, in the same order, and each gathered tensor is dropped when the consumer lets it go."""
+    (a tied output layer comes once, as the embeddings), cast to ``dtype`` when given. Under
+    torchrun each sharded tensor is gathered whole on every rank when it is reached: every rank
+    must run through the whole iterator, in the same order, and each gathered tensor is dropped
+    when the consumer lets it go."""
     import torch
     from torch.distributed.tensor import DTensor
 
+    cast = None if dtype is None else getattr(torch, dtype)
     with torch.no_grad():
         for name, p in trainer.model.named_parameters():
-            yield name, (p.full_tensor() if isinstance(p, DTensor) else p.detach())
+            t = p.full_tensor() if isinstance(p, DTensor) else p.detach()
+            yield name, (t if cast is None else t.to(cast))
+
+
+def engine_dtype(train_cfg) -> str:
+    """The vLLM engine's dtype: bfloat16 on a GPU whatever the trainer's (flash attention, half
+    the KV cache, and vLLM's LoRA kernels take no float32); the trainer's compute dtype on a CPU."""
+    return "bfloat16" if _has_cuda() else train_cfg.dtype
 
 
 def vllm_engine(
@@ -171,11 +182,10 @@ def vllm_engine(
     base, adapter = start, None
     if adapter_cfg.exists():
         base, adapter = json.loads(adapter_cfg.read_text())["base_model_name_or_path"], start
-    # the trainer's dtype: sampling log-probs then match the trainer's π_old (bfloat16 on GPUs)
     kwargs: dict[str, Any] = {
         "max_lora_rank": train_cfg.lora_rank,
         "seed": train_cfg.seed,
-        "dtype": train_cfg.dtype,
+        "dtype": engine_dtype(train_cfg),
     }
     if _has_cuda():
         # the trainer shares the GPU (rank 0's, under torchrun): vLLM must not take 90% of it

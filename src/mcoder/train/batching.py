@@ -41,6 +41,7 @@ class Sample:
     cut_off: bool = False  # truncated before its program finished (masking.cut_off)
     old_logprobs: list[float] | None = None  # log π_old^T per completion token
     ref_logprobs: list[float] | None = None  # log π_ref^T per completion token (beta > 0)
+    is_weights: list[float] | None = None  # truncated importance weights min(π_old / π_sampler, C) per token
 
     @property
     def num_tokens(self) -> int:
@@ -165,8 +166,28 @@ def minibatches(grouped: list[list[Sample]], size: int, *, shuffle: bool, seed: 
     return [[s for g in chunk for s in grouped[g]] for chunk in chunks]
 
 
-def microbatches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
-    return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+def microbatches(samples: Sequence[Sample], size: int, token_budget: int = 0) -> list[list[Sample]]:
+    """Slices of ``size`` samples; with a ``token_budget`` > 0 instead, the samples sorted by
+    length (longest first) and packed so that each micro-batch's padded size (sequences x its
+    longest prompt + completion) stays within the budget (a longer sample goes alone): similar
+    lengths share a micro-batch, so little is padding, and memory follows tokens, not counts.
+    Each loss is divided by the mini-batch's totals, so the gradient does not depend on the cut."""
+    if token_budget <= 0:
+        return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+    out: list[list[Sample]] = []
+    widest = 0
+    for s in sorted(samples, key=_length, reverse=True):
+        if out and (len(out[-1]) + 1) * max(widest, _length(s)) <= token_budget:
+            out[-1].append(s)
+        else:
+            out.append([s])
+            widest = 0
+        widest = max(widest, _length(s))
+    return out
+
+
+def _length(s: Sample) -> int:
+    return len(s.rollout.prompt_token_ids or ()) + s.num_tokens
 
 
 @dataclass
@@ -180,6 +201,7 @@ class Batch:
     advantages: torch.Tensor  # (B,)
     old_logprobs: torch.Tensor | None  # (B, C) log π_old, when every sample has them
     ref_logprobs: torch.Tensor | None  # (B, C) log π_ref, when every sample has them
+    is_weights: torch.Tensor | None = None  # (B, C) truncated importance weights, when every sample has them
 
     def to(self, device) -> Batch:
         moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
@@ -217,6 +239,7 @@ def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
         advantages=torch.tensor([s.advantage for s in samples], dtype=torch.float32),
         old_logprobs=old,
         ref_logprobs=ref,
+        is_weights=_pad_floats([s.is_weights for s in samples], C),  # (B, C) or None
     )
 
 

@@ -25,8 +25,11 @@ TruncationMode = Literal["none", "all", "conditional"]
 NonIncorrect = Literal["accepted_or_cut_off", "accepted", "accepted_or_no_code"]
 MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["float32", "bfloat16"]
+Checkpointing = Literal["auto", "on", "off"]
 ReportTo = Literal["tensorboard", "wandb", "none"]
 ALGOS: tuple[str, ...] = get_args(Algo)
+# Knobs of how a run executes that leave its result as it is: not part of an output's settings.
+RUNTIME_ONLY = frozenset({"report_to", "dist_timeout_s", "activation_checkpointing", "logprob_chunk_tokens"})
 
 
 @dataclass
@@ -86,8 +89,12 @@ class TrainConfig:
     """Prompt groups per optimizer step; a rollout batch gives ceil(groups / this) updates."""
     micro_batch_size: int = 4
     """Sequences per forward/backward; gradients accumulate over a mini-batch."""
+    micro_batch_tokens: int = 0
+    """T > 0: micro-batches by tokens instead of --micro-batch-size: samples sorted by length, packed up to T padded tokens each (prompt + completion)."""
     recompute_old_logprobs: bool = False
     """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
+    importance_sampling_cap: float = 0.0
+    """C > 0: truncated importance sampling for the sampler/trainer mismatch (as TRL): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off."""
     shuffle: bool = True
     """Shuffle prompt groups (seeded) before splitting them into mini-batches."""
     seed: int = 0
@@ -103,9 +110,15 @@ class TrainConfig:
     lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
     """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
     dtype: Dtype = "float32"
-    """Parameter dtype: float32 or bfloat16."""
+    """Compute dtype: float32, or bfloat16 (forward and backward in bf16; master weights, optimizer moments and the gradient reduction stay float32)."""
     device: str = "auto"
     """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
+    activation_checkpointing: Checkpointing = "auto"
+    """Recompute each decoder layer's activations in the backward instead of keeping them: auto (on a GPU), on, off. Same gradients, less memory, ~30% more compute."""
+    logprob_chunk_tokens: int = 1024
+    """Tokens whose full-vocabulary logits exist at once when log-probs and entropy are computed from the last hidden states (0: all at once)."""
+    dist_timeout_s: float = 1800.0
+    """Under torchrun: seconds a collective among all ranks may wait before the run fails (rank 0's lone work, a probe or a checkpoint write, is waited for apart from this)."""
 
     # --- reporting
     report_to: tuple[ReportTo, ...] = ("none",)
@@ -122,6 +135,12 @@ class TrainConfig:
                 raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
         if self.logprob_temperature is not None and self.logprob_temperature <= 0:
             raise UsageError("temperature must be > 0")
+        if self.micro_batch_tokens < 0:
+            raise UsageError("micro_batch_tokens must be >= 0 (0: --micro-batch-size sequences)")
+        if self.importance_sampling_cap < 0:
+            raise UsageError("importance_sampling_cap must be >= 0 (0 turns the correction off)")
+        if self.logprob_chunk_tokens < 0 or self.dist_timeout_s <= 0:
+            raise UsageError("logprob_chunk_tokens must be >= 0 and dist_timeout_s > 0")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"max_tokens {self.max_tokens} must be at least 1")
         if "none" in self.report_to and len(set(self.report_to)) > 1:

@@ -28,6 +28,7 @@ import contextlib
 import os
 import sys
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +57,49 @@ def is_main() -> bool:
     return rank() == 0
 
 
-def setup() -> bool:
-    """Join torchrun's process group when launched by it (nccl on GPUs, gloo on CPUs); quiet the
-    other ranks. Whether this is a run of more than one process."""
+# One process group serves both devices: pickled objects and host scalars travel on gloo (CPU),
+# the policy's sharded tensors on the accelerator's own backend (NCCL on CUDA). A group of one
+# backend serves one kind of tensor: NCCL alone fails on the first CPU tensor ("No backend type
+# associated with device type cpu"); gloo alone would carry FSDP's gathers through host memory.
+HOST = torch.device("cpu")
+ACCELERATOR_BACKENDS = {"cuda": "nccl"}
+BACKEND_DEVICES = {"gloo": ("cpu", "cuda"), "nccl": ("cuda",)}  # what each backend serves
+DEFAULT_TIMEOUT_S = 1800.0
+# Waits for work that one rank does alone (the temperature probe, writing a checkpoint) or that
+# ranks finish at different times (sampling): on gloo, which has no watchdog, with a timeout
+# long enough for any of it; NCCL's watchdog would kill a rank that waits there for minutes.
+LONE_WORK_TIMEOUT_S = 24 * 3600.0
+_lone_group = None
+
+
+def backend_spec(device_type: str) -> str:
+    """The process group's backends for training on ``device_type``: gloo on a CPU;
+    ``cpu:gloo,<device>:<its backend>`` on an accelerator."""
+    if device_type == "cpu":
+        return "gloo"
+    return f"cpu:gloo,{device_type}:{ACCELERATOR_BACKENDS[device_type]}"
+
+
+def served_devices(spec: str) -> set[str]:
+    """The device types a backend spec (``gloo``, ``nccl``, ``cpu:gloo,cuda:nccl``) serves."""
+    out: set[str] = set()
+    for part in spec.split(","):
+        device, _, backend = part.rpartition(":")
+        out |= {device} if device else set(BACKEND_DEVICES.get(backend, ()))
+    return out
+
+
+def setup(timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Join torchrun's process group when launched by it (``backend_spec`` of this machine's
+    device, collectives timing out after ``timeout_s``); quiet the other ranks. Whether this is
+    a run of more than one process."""
     if world_size() <= 1:
         return False
     if not dist.is_initialized():
         cuda = torch.cuda.is_available()
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group(backend="nccl" if cuda else "gloo")
+        init_groups(backend_spec("cuda" if cuda else "cpu"), timeout_s)
         # Torn down while the interpreter is still whole: left to interpreter shutdown, gloo's
         # worker threads sometimes abort the process ("terminate called without an active
         # exception", SIGABRT) after the work is done, and torchrun then reports the run failed.
@@ -78,14 +112,31 @@ def setup() -> bool:
     return True
 
 
+def init_groups(spec: str, timeout_s: float, **kwargs) -> None:
+    """The default group (``spec``, ``timeout_s``) and the gloo group for lone work; every rank
+    calls this once. ``kwargs`` go to ``init_process_group`` (a store, rank and world size)."""
+    global _lone_group
+    dist.init_process_group(backend=spec, timeout=timedelta(seconds=timeout_s), **kwargs)
+    _lone_group = dist.new_group(backend="gloo", timeout=timedelta(seconds=max(timeout_s, LONE_WORK_TIMEOUT_S)))
+
+
+def lone_group():
+    """The group for waiting on lone or uneven work (None: the default group, where
+    ``init_groups`` did not build the process group)."""
+    return _lone_group
+
+
 def _destroy_group() -> None:
+    global _lone_group
     if dist.is_initialized():
         dist.destroy_process_group()
+    _lone_group = None
 
 
 def barrier() -> None:
+    """Every rank waits here for the others, however long rank 0's lone work (files) takes."""
     if dist.is_initialized():
-        dist.barrier()
+        dist.barrier(group=lone_group())
 
 
 def broadcast(obj: Any) -> Any:
@@ -93,7 +144,7 @@ def broadcast(obj: Any) -> Any:
     if not dist.is_initialized():
         return obj
     box = [obj if is_main() else None]
-    dist.broadcast_object_list(box, src=0)
+    dist.broadcast_object_list(box, src=0, group=lone_group())  # after rank 0's lone work
     return box[0]
 
 
@@ -118,7 +169,8 @@ def gather_results(fn, group=None) -> list:
     """``fn()`` on every rank; every rank's result, in rank order, on every rank. An error on any
     rank is raised on every rank (none waits forever on a collective a failed rank never
     reaches). ``group``: the process group to gather over (``side_group()`` from a thread that
-    runs beside the trainer's collectives). In one process: ``[fn()]``."""
+    runs beside the trainer's collectives; by default the lone-work group: ranks finish ``fn`` at
+    different times). In one process: ``[fn()]``."""
     if not dist.is_initialized():
         return [fn()]
     result, error = None, None
@@ -127,7 +179,7 @@ def gather_results(fn, group=None) -> list:
     except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
         error = e
     box: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(box, (result, error), group=group)
+    dist.all_gather_object(box, (result, error), group=group if group is not None else lone_group())
     for _, e in box:
         if e is not None:
             raise e
@@ -141,26 +193,29 @@ def side_group():
     call this, at the same point. None in one process."""
     if not dist.is_initialized():
         return None
-    return dist.new_group(backend="gloo")
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=LONE_WORK_TIMEOUT_S))
 
 
 def make_trainer(model_path: str, cfg: TrainConfig) -> Trainer:
     """The trainer for this launch: FSDP2 across ranks under torchrun, else the plain one."""
-    return FSDPTrainer(model_path, cfg) if setup() else Trainer(model_path, cfg)
+    return FSDPTrainer(model_path, cfg) if setup(cfg.dist_timeout_s) else Trainer(model_path, cfg)
 
 
 # ---------------------------------------------------------------- the trainer
 
 
-def shard_model(model: torch.nn.Module) -> torch.nn.Module:
-    """fully_shard each decoder layer, then the root (embeddings, final norm, lm_head)."""
-    from torch.distributed.fsdp import fully_shard
+def shard_model(model: torch.nn.Module, compute_dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """fully_shard each decoder layer, then the root (embeddings, final norm, lm_head). The
+    shards stay as loaded (float32 masters); each gather casts them to ``compute_dtype`` and the
+    gradients are reduced in float32 (verl's mixed precision)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     layer_types = set(getattr(_base(model), "_no_split_modules", None) or ())
     layers = [m for m in model.modules() if type(m).__name__ in layer_types]
     for layer in layers:
-        fully_shard(layer)
-    fully_shard(model)
+        fully_shard(layer, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
     for m in [*layers, model]:
         m.set_gradient_divide_factor(1.0)  # sum, not mean: each rank's loss already has global denominators
         m.set_force_sum_reduction_for_comms(True)  # plain SUM collectives (gloo has no PREMUL_SUM)
@@ -178,8 +233,11 @@ class FSDPTrainer(Trainer):
 
     def wrap_policy(self, model):
         if self.reference is not None and self.reference is not model:
-            shard_model(self.reference)  # π_ref of full fine-tuning: sharded too, forward only
-        return shard_model(model)
+            shard_model(self.reference, self.compute_dtype)  # π_ref of full fine-tuning: sharded too, forward only
+        return shard_model(model, self.compute_dtype)
+
+    def compute(self):
+        return contextlib.nullcontext()  # the sharding's mixed-precision policy casts each gather
 
     # -- one mini-batch: this rank's groups, the collectives in step, metric sums over ranks
 
@@ -189,12 +247,12 @@ class FSDPTrainer(Trainer):
     def idle_steps(self, count: int) -> int:
         """Every forward/backward is a collective: a rank with fewer micro-batches than the most
         any rank has runs zero-weight ones to stay in step."""
-        most = torch.tensor([count])
+        most = torch.tensor([count], device=HOST)  # on gloo (host scalars)
         dist.all_reduce(most, op=dist.ReduceOp.MAX)
         return int(most) - count
 
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
-        totals = torch.tensor([float(sums[k]) for k in METRIC_KEYS], dtype=torch.float64)
+        totals = torch.tensor([float(sums[k]) for k in METRIC_KEYS], dtype=torch.float64, device=HOST)
         dist.all_reduce(totals)
         return Counter(dict(zip(METRIC_KEYS, totals.tolist(), strict=True)))
 
@@ -224,8 +282,9 @@ class FSDPTrainer(Trainer):
 
     @contextlib.contextmanager
     def full_weights(self):
-        """Full weights on rank 0's CPU for ``save_weights`` (every rank must enter this)."""
-        full = self.full_state_dict()
+        """Full weights on rank 0's CPU for ``save_weights`` (every rank must enter this). With
+        LoRA the adapter's alone: the frozen base is never gathered for a checkpoint or a hand-over."""
+        full = self.adapter_state_dict() if hasattr(self.model, "peft_config") else self.full_state_dict()
         # a tied lm_head appears under two names here; keep the names one process would save
         names = {n for n, _ in self.model.named_parameters()} | {n for n, _ in self.model.named_buffers()}
         self._full_weights = {k: v for k, v in full.items() if k in names}
@@ -233,6 +292,17 @@ class FSDPTrainer(Trainer):
             yield
         finally:
             self._full_weights = None
+
+    def adapter_state_dict(self) -> dict:
+        """The trainable (adapter) tensors gathered whole, one at a time (a collective each),
+        kept on rank 0's CPU; PEFT's save_pretrained reads nothing else."""
+        out = {}
+        for name, p in self.model.named_parameters():
+            if p.requires_grad:
+                full = _full(p.detach())
+                if is_main():
+                    out[name] = full.cpu()
+        return out
 
     def save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder, state_dict=self._full_weights)
@@ -256,9 +326,10 @@ def _gather_optimizer_state(sd: dict) -> dict:
     (in the same order: the state dict is built the same way everywhere), rank 0 keeps it."""
     state = {}
     for idx, entry in sd["state"].items():
-        full = {k: _full(v) for k, v in entry.items()}
-        state[idx] = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in full.items()}
-    return {"state": state if is_main() else {}, "param_groups": sd["param_groups"]}
+        full = {k: _full(v) for k, v in entry.items()}  # a collective: every rank, one tensor at a time
+        if is_main():  # the others drop it at once: the whole state on every rank's host would not fit
+            state[idx] = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in full.items()}
+    return {"state": state, "param_groups": sd["param_groups"]}
 
 
 def _shard_optimizer_state(sd: dict, params: list[torch.nn.Parameter]) -> dict:

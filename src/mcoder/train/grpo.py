@@ -47,6 +47,50 @@ def logprobs_and_entropy(
     return logp, entropy
 
 
+def head_logprobs_and_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    tokens: torch.Tensor,
+    temperature: float,
+    chunk: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logprobs_and_entropy`` of the logits ``hidden @ weight.T + bias`` without ever holding
+    them for more than ``chunk`` rows: each chunk's logits are made, read
+    and dropped, and made again in the backward (activation checkpointing of the output layer:
+    memory for compute). ``chunk`` 0: all rows at once, kept for the backward, nothing recomputed.
+    hidden (N, H), tokens (N,) -> log-probs (N,) with gradient, entropy (N,) without."""
+    from torch.utils.checkpoint import checkpoint
+
+    n = hidden.shape[0]
+    step = chunk if chunk > 0 else max(n, 1)
+    logps, entropies = [], []
+    recompute = chunk > 0 and torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+    for i in range(0, n, step):
+        h, tok = hidden[i : i + step], tokens[i : i + step]
+        if recompute:
+            lp, ent = checkpoint(_head_chunk, h, weight, bias, tok, temperature, use_reentrant=False)
+        else:
+            lp, ent = _head_chunk(h, weight, bias, tok, temperature)
+        logps.append(lp)
+        entropies.append(ent)
+    if not logps:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logps), torch.cat(entropies)
+
+
+def _head_chunk(h, weight, bias, tok, temperature: float):
+    """One chunk of rows: (log-probs, entropy) of its logits, from one log-softmax."""
+    logits = torch.nn.functional.linear(h, weight, bias)  # (n, V)
+    lp_all = torch.log_softmax(logits.float() / temperature, dim=-1)  # (n, V)
+    logp = lp_all.gather(-1, tok.unsqueeze(-1)).squeeze(-1)  # (n,)
+    with torch.no_grad():
+        lp = lp_all.detach()
+        entropy = -(lp.exp() * lp).sum(-1)  # (n,)
+    return logp, entropy
+
+
 # ------------------------------------------------------------------ advantages
 
 
@@ -153,18 +197,23 @@ def policy_loss(
     num_seqs: int,
     L_max: int | None = None,
     kl_ratio_weighted: bool = False,
+    is_weights: torch.Tensor | None = None,
 ) -> LossParts:
     """-J for one micro-batch: the clipped surrogate plus beta · k3 KL, aggregated by ``agg``.
 
     logp (B, T) carries the gradient; old_logp and ref_logp (B, T) and adv (B,) are constants.
     ``kl_ratio_weighted`` multiplies the KL by the ratio r (DeepSeek-V3.2's unbiased KL gradient,
-    TRL's use_bias_correction_kl); the GRPO objective above has it off.
+    TRL's use_bias_correction_kl); the GRPO objective above has it off. ``is_weights`` (B, T),
+    constants: truncated importance weights min(π_old / π_sampler, C) on each token's surrogate
+    (the sampler's distribution differs from the trainer's, e.g. vLLM in bf16).
     """
     mask = mask.to(logp.dtype)  # (B, T)
     A = adv.to(logp.dtype).unsqueeze(1)  # (B, 1)
     ratio = torch.exp(logp - old_logp)  # (B, T)
     clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)  # (B, T)
     per_token = -torch.min(ratio * A, clipped * A)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.to(logp.dtype)  # (B, T)
     if beta != 0.0:
         if ref_logp is None:
             raise ValueError("beta > 0 needs the reference model's log-probs")

@@ -30,7 +30,7 @@ from mcoder.errors import DataError
 from mcoder.jsonl import UniqueIds, display_name, index_records, read_numbered
 from mcoder.records import Rollout, Verdict
 from mcoder.rollout.diversity import batch_diversity
-from mcoder.train.config import TrainConfig
+from mcoder.train.config import RUNTIME_ONLY, TrainConfig
 from mcoder.train.distributed import make_trainer
 
 
@@ -54,7 +54,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
     from mcoder.outputs import claim_output, fingerprint
     from mcoder.train.distributed import broadcast_result, is_main, setup
 
-    setup()  # under torchrun: the process group first, then rank 0 alone claims OUT
+    setup(job.cfg.dist_timeout_s)  # under torchrun: the process group first, then rank 0 alone claims OUT
     with contextlib.ExitStack() as stack:
         claim = broadcast_result(lambda: _claim(stack, job, claim_output))
         if claim.finished:
@@ -127,7 +127,7 @@ def _claim(stack: contextlib.ExitStack, job: TrainJob, claim_output):
         claim_output(
             job.out,
             stage="train",
-            settings={k: v for k, v in dataclasses.asdict(job.cfg).items() if k != "report_to"},
+            settings={k: v for k, v in dataclasses.asdict(job.cfg).items() if k not in RUNTIME_ONLY},
             inputs={"model": job.model, "rollouts": job.rollouts, "verdicts": job.verdicts},
             overwrite=job.overwrite,
             kind="dir",

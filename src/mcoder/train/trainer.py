@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from mcoder.errors import DataError, UsageError
-from mcoder.models import load_tokenizer, resolve_device
+from mcoder.models import load_tokenizer, resolve_device, resolve_dtype
 from mcoder.records import STATUSES, Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.batching import (
@@ -39,7 +39,7 @@ from mcoder.train.batching import (
 )
 from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
-from mcoder.train.models import completion_logits, load_policy, load_reference, score
+from mcoder.train.models import completion_logprobs, load_policy, load_reference, score
 
 # A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
 # tokenizer, README.md model card), loadable by from_pretrained and vLLM as it is; what only
@@ -65,8 +65,12 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.tokenizer = load_tokenizer(self.model_path)
         self.device = resolve_device(cfg.device)
+        self.compute_dtype = resolve_dtype(cfg.dtype)  # master weights and moments stay float32
         self.model = load_policy(self.model_path, cfg).to(self.device)
         self.model.train()
+        if checkpointing_on(cfg, self.device):
+            # non-reentrant: gradients reach a LoRA adapter with a frozen embedding before it
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.reference = load_reference(self.model_path, self.model, cfg)
         self.model = self.wrap_policy(self.model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -122,6 +126,7 @@ class Trainer:
         metrics["temperature"] = T
         if samples:
             self._fill_logprobs(samples, T)
+            metrics.update(importance_weights(samples, self.cfg.importance_sampling_cap))
         return Prepared(samples, T, L_max, metrics)
 
     def _temperature(self, pairs, rollouts_name: str) -> float:
@@ -139,19 +144,26 @@ class Trainer:
 
     def _fill_logprobs(self, samples: list[Sample], T: float) -> None:
         """π_old (recomputed when asked or missing) and π_ref, before any update."""
-        recompute = self.cfg.recompute_old_logprobs or any(s.old_logprobs is None for s in samples)
+        recompute = (
+            self.cfg.recompute_old_logprobs
+            or self.cfg.importance_sampling_cap > 0  # the correction compares the trainer's π_old with the sampler's
+            or any(s.old_logprobs is None for s in samples)
+        )
         if not recompute and self.reference is None:
             return
         pad = self.tokenizer.pad_token_id
-        for micro in microbatches(samples, self.cfg.micro_batch_size):
+        for micro in microbatches(samples, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens):
             batch = collate(micro, pad)
             lens = [s.num_tokens for s in micro]
+            chunk = self.cfg.logprob_chunk_tokens
             if recompute:
-                old = score(self.model, batch, T)  # (B, C)
+                with self.compute():
+                    old = score(self.model, batch, T, chunk=chunk)  # (B, C)
                 for s, row, n in zip(micro, old, lens, strict=True):
                     s.old_logprobs = row[:n].tolist()
             if self.reference is not None:
-                ref = score(self.reference, batch, T, reference=True)  # (B, C)
+                with self.compute():
+                    ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
                 for s, row, n in zip(micro, ref, lens, strict=True):
                     s.ref_logprobs = row[:n].tolist()
 
@@ -191,7 +203,7 @@ class Trainer:
         form (zero_advantage, as verl) its tokens add 0 to the sum but stay in the count."""
         num_tokens = float(sum(s.num_tokens for s in mini if not s.dropped))
         num_seqs = sum(not s.dropped for s in mini)
-        micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size)
+        micros = microbatches(self.my_share(mini), self.cfg.micro_batch_size, self.cfg.micro_batch_tokens)
         idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
         sums: Counter[str] = Counter()
         self.optimizer.zero_grad(set_to_none=True)
@@ -224,16 +236,17 @@ class Trainer:
         """A forward/backward that adds nothing (loss x 0): it keeps this process in step with
         the collectives of processes that have one more micro-batch."""
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
-        logits = completion_logits(self.model, batch)  # (1, C, V)
-        (logits.float().sum() * 0.0).backward()
+        with self.compute():
+            logp, _ = completion_logprobs(self.model, batch, 1.0, chunk=self.cfg.logprob_chunk_tokens)  # (1, C)
+        (logp.sum() * 0.0).backward()
 
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         return sums
 
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
-        logits = completion_logits(self.model, batch)  # (B, C, V)
-        logp, entropy = grpo.logprobs_and_entropy(logits, batch.completion_ids, T)  # (B, C), (B, C)
+        with self.compute():
+            logp, entropy = completion_logprobs(self.model, batch, T, chunk=self.cfg.logprob_chunk_tokens)  # (B, C)
         parts = grpo.policy_loss(
             logp,
             batch.old_logprobs,
@@ -248,6 +261,7 @@ class Trainer:
             num_seqs=num_seqs,
             L_max=L_max,
             kl_ratio_weighted=self.cfg.kl_ratio_weighted,
+            is_weights=batch.is_weights,
         )
         parts.loss.backward()
         return parts, float((entropy * batch.completion_mask).sum())
@@ -265,6 +279,12 @@ class Trainer:
     def scalar(self, t) -> float:
         """A tensor of the trainer's as a float (the FSDP2 trainer gathers a sharded one first)."""
         return float(t)
+
+    def compute(self):
+        """Forwards in the compute dtype: autocast over the float32 master weights (as TRL); the
+        FSDP2 trainer casts in its sharding instead (a mixed-precision policy)."""
+        bf16 = self.compute_dtype != torch.float32
+        return torch.autocast(self.device.type, dtype=self.compute_dtype, enabled=bf16)
 
     # ------------------------------------------------------------ checkpoints
 
@@ -341,7 +361,9 @@ class Trainer:
         self.base_model = state.get("base_model", self.model_path)
         optim = state_dir(path) / OPTIM_FILE
         if optim.exists():
-            saved = torch.load(optim, weights_only=True, map_location=self.device)
+            # on the host, mapped from the file: load_optimizer_state moves each moment to its
+            # parameter (its shard under FSDP2), never the whole state onto every rank's GPU
+            saved = torch.load(optim, weights_only=True, map_location="cpu", mmap=True)
             try:
                 self.load_optimizer_state(saved["optimizer"])
             except ValueError as e:
@@ -350,6 +372,37 @@ class Trainer:
                     hint="train with the same --lora-rank as the checkpoint, or start from its base model",
                 ) from None
             self.scheduler.load_state_dict(saved["scheduler"])
+
+
+def importance_weights(samples: list[Sample], cap: float) -> dict[str, float]:
+    """Truncated importance sampling (``cap`` > 0): each sample's per-token weights
+    min(π_old / π_sampler, cap), π_old being the trainer's recomputed log-probs; and the metrics
+    of the mismatch (always, when the rollouts carry sampling log-probs and π_old was recomputed):
+    the mean |log π_old - log π_sampler| per token, the mean weight and the share capped."""
+    diffs, weights = [], []
+    for s in samples:
+        q = s.rollout.sampling_logprobs
+        if q is None or s.old_logprobs is None or s.old_logprobs is q:
+            continue
+        d = torch.tensor(s.old_logprobs, dtype=torch.float64) - torch.tensor(q, dtype=torch.float64)  # (C,)
+        w = d.exp().clamp(max=cap) if cap > 0 else d.exp()  # (C,)
+        if cap > 0:
+            s.is_weights = w.tolist()
+        diffs.append(d.abs())
+        weights.append(w)
+    if not diffs:
+        return {}
+    d, w = torch.cat(diffs), torch.cat(weights)
+    out = {"is/logprob_diff": float(d.mean()), "is/weight_mean": float(w.mean())}
+    if cap > 0:
+        out["is/capped"] = float((w >= cap).double().mean())
+    return out
+
+
+def checkpointing_on(cfg: TrainConfig, device) -> bool:
+    """Activation checkpointing: asked for, or (auto) on a GPU, where activations are the memory
+    that runs out; off on a CPU by default (the tiny models of tests and demos gain nothing)."""
+    return cfg.activation_checkpointing == "on" or (cfg.activation_checkpointing == "auto" and device.type == "cuda")
 
 
 def read_state(path: str | os.PathLike) -> dict[str, Any] | None:

@@ -57,6 +57,8 @@ class VLLMEngine:
         if self.sleep_mode:
             llm_kwargs["enable_sleep_mode"] = True
         lora_rank = max_lora_rank or (_adapter_rank(adapter) if adapter is not None else None)
+        if lora_rank is not None and _has_cuda():
+            _check_lora_dtype(llm_kwargs.get("dtype", "auto"))
         if lora_rank is not None:
             llm_kwargs.update(enable_lora=True, max_lora_rank=_supported_rank(lora_rank), max_loras=1)
         if not _has_cuda():
@@ -122,6 +124,7 @@ class VLLMEngine:
         None whatever still sleeps."""
         tags = sorted(self._asleep) if tag is None else [t for t in (tag,) if t in self._asleep]
         if tags:
+            _release_cached_memory()  # the update's peak, still reserved by torch's allocator
             self.llm.wake_up(tags=tags)
             self._asleep -= set(tags)
 
@@ -425,6 +428,28 @@ def _has_cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _release_cached_memory() -> None:
+    """Hand the memory torch's allocator keeps cached back to the GPU (TRL and verl do this
+    before each wake-up): vLLM re-allocates its weights and KV cache outside that cache."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _check_lora_dtype(dtype: Any) -> None:
+    """vLLM's LoRA kernels on a GPU take float16 or bfloat16 only (an assertion deep inside
+    them otherwise): a float32 engine with LoRA is refused before it starts."""
+    if str(dtype).removeprefix("torch.") in ("float32", "float"):
+        raise UsageError(
+            "a LoRA adapter with --engine vllm on a GPU needs a float16 or bfloat16 engine (vLLM's LoRA kernels)",
+            hint="pass --dtype bfloat16 (or auto)",
+        )
 
 
 def _adapter_rank(adapter: str | os.PathLike) -> int:
