@@ -25,10 +25,10 @@
 #   Qwen3-1.7B ~27 GB of weights+grads+moments -> 1 node, 2-8 GPUs       1 GPU (+ vLLM on it)
 #   Qwen3-4B   ~64 GB -> 1 node, 8 x 40-80 GB GPUs                       1-2 GPUs
 #   Qwen3-8B   ~128 GB -> 1 node, 8 x 80 GB GPUs (or 2 nodes of 40 GB)   1 node, 2-8 GPUs
-#   (--dtype bfloat16 halves those figures; optimizer moments then are bfloat16 too.)
-# Rollouts: vLLM on GPU 0 beside trainer rank 0 (bfloat16 weights: 3.4 / 8 / 16 GB); --tp 2 or 4
-# splits the engine over GPUs 0..tp-1 when the 8B engine plus its KV cache for 256 sequences of
-# L_max 8192 tokens do not fit beside the trainer. The paper's step, 32 problems x G=8 with L_max
+#   (--dtype bfloat16 is the compute dtype: master weights and AdamW moments stay float32, so it
+#   saves activation memory, not those figures; benchmarks/memory_model.py gives the full table.)
+# Rollouts: vLLM on GPU 0 beside trainer rank 0, in bfloat16 (3.4 / 8 / 16 GB of weights). Under
+# torchrun each rank's engine is one GPU: --tp above 1 is refused there (it works in one process). The paper's step, 32 problems x G=8 with L_max
 # up to 8192, is 256 sequences: rollout time dominates; judge workers (--judge-workers, CPU cores
 # of the node running rank 0) should be 16-32 (see judge_sharded.sh for the per-verdict cost).
 set -euo pipefail
