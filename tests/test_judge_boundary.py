@@ -370,3 +370,17 @@ def test_a_verdict_the_writer_cannot_encode_becomes_a_refusal_not_an_exit(judge,
     monkeypatch.setattr(core, "_shown", lambda text: "\ud800")
     (v,) = judge.judge({"sur": problem}, [rollout], write)
     assert v.status == "judge_refused" and [w["status"] for w in written] == ["judge_refused"]
+
+
+def test_a_worker_that_ended_between_jobs_costs_the_next_candidate_nothing():
+    """A worker can end after its last reply (killed from outside, as the host's OOM killer
+    would; or a crash while it tidies up): that death belongs to no candidate of the next job.
+    Before, the next honest program met the dead pipe and got runtime_error "judge worker died"."""
+    with Judge(_cfg()) as j:
+        (first,) = _judge(j, DOUBLE, HONEST)
+        (worker,) = j.pool.workers
+        worker.proc.kill()  # fault injection (named as such): the death between two jobs
+        worker.proc.wait()
+        (after,) = _judge(j, DOUBLE, HONEST + "  # the next candidate")
+    assert first.status == "accepted"
+    assert after.status == "accepted", after.first_failure

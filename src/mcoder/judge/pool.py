@@ -64,9 +64,14 @@ class Worker:
         if self.checker is None:
             self.checker = Worker(self.slot, self.cfg, self.root, role="checks")
             self.checker.wait_ready()
-        elif self.checker.proc is None:
-            self.checker.start()
+        elif not self.checker.alive():
+            self.checker.restart()
         return self.checker
+
+    def alive(self) -> bool:
+        """The process is there and has not exited (a worker can end between two jobs, after
+        its last reply: that death belongs to no candidate of the next job)."""
+        return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
         self.spawn()
@@ -224,6 +229,8 @@ class Pool:
         if self.aborted:
             raise WorkerDied("the judge was interrupted")
         w = self.free.get()
+        if not w.alive():  # ended after its last job's reply: the next candidate gets a fresh one
+            self._replace(w)
         try:
             yield w
         except WorkerDied:
