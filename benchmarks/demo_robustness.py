@@ -87,11 +87,10 @@ def plan(a) -> list[tuple[str, list[str], dict]]:
              for k in range(1, a.weight_noise + 1)]  # fmt: skip
     rl = [(f"seed {first}, rl-seed {r}", ["--seed", str(first), "--rl-seed", str(r), *base], {"warm": True})
           for r in a.rl_seeds]  # fmt: skip
-    # the first seed (whose warm start the others reuse), then the kinds in turn: a run cut short
-    # still has some of each
+    # the first seed (whose warm start the others reuse), then the perturbed runs (they skip the
+    # warm start, the costliest part on a busy machine), the two kinds in turn, then the seeds
     perturbed = [x for pair in itertools.zip_longest(noise, rl) for x in pair if x]
-    rest = [x for pair in itertools.zip_longest(perturbed, seeds[1:]) for x in pair if x]
-    return [seeds[0], *rest]
+    return [seeds[0], *perturbed, *seeds[1:]]
 
 
 def run_all(a) -> list[dict]:
@@ -106,7 +105,9 @@ def run_all(a) -> list[dict]:
         folder = a.out / name.replace(", ", "-").replace(" ", "")
         if prep:
             if not (first_warm / "config.json").exists():
-                raise SystemExit(f"{name}: needs the warm start of seed {a.seeds[0]} ({first_warm}); run it first")
+                raise SystemExit(
+                    f"{name}: needs the warm start of seed {a.seeds[0]} ({first_warm}); run it first"
+                )
             warm = first_warm
             if "noise" in prep:
                 warm = a.out / f"warm-noise{prep['noise']}"
@@ -118,14 +119,19 @@ def run_all(a) -> list[dict]:
         row = {"run": name, "before": before, "after": after, "change": after - before, "seconds": seconds}
         results.append(row)
         results_path.write_text(json.dumps(results, indent=2))
-        print(f"{name:<24} {before:6.1f}% -> {after:6.1f}%  {after - before:+6.1f}  ({seconds:.0f} s)", flush=True)
+        print(
+            f"{name:<24} {before:6.1f}% -> {after:6.1f}%  {after - before:+6.1f}  ({seconds:.0f} s)",
+            flush=True,
+        )
     return results
 
 
 def report(results: list[dict]) -> None:
     print(f"\n{'run':<24} {'before':>8} {'after':>8} {'change':>8} {'seconds':>8}")
     for r in results:
-        print(f"{r['run']:<24} {r['before']:>7.1f}% {r['after']:>7.1f}% {r['change']:>+8.1f} {r['seconds']:>8.0f}")
+        print(
+            f"{r['run']:<24} {r['before']:>7.1f}% {r['after']:>7.1f}% {r['change']:>+8.1f} {r['seconds']:>8.0f}"
+        )
     changes = [r["change"] for r in results]
     if changes:
         print(
@@ -139,9 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="folder of the runs and results.json")
     p.add_argument("--seeds", default="0,1,2,3,4", help="demo seeds; the first one's warm start is perturbed")
-    p.add_argument("--weight-noise", type=int, default=3, help="runs from the first warm start, weights perturbed")
+    p.add_argument(
+        "--weight-noise", type=int, default=3, help="runs from the first warm start, weights perturbed"
+    )
     p.add_argument("--noise-scale", type=float, default=1e-6, help="relative size of the weight perturbation")
-    p.add_argument("--rl-seeds", default="101,102", help="RL sampling seeds from the first warm start ('' none)")
+    p.add_argument(
+        "--rl-seeds", default="101,102", help="RL sampling seeds from the first warm start ('' none)"
+    )
     p.add_argument("--smoke", action="store_true", help="the demo's --smoke sizes (plumbing only)")
     p.add_argument("demo_args", nargs="*", help="more arguments for commands/demo.sh (after --)")
     a = p.parse_args(argv)
