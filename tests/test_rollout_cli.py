@@ -258,3 +258,15 @@ def test_summary_diversity_is_the_batch_mean_added_up_call_by_call(tiny_model, s
     summary = run_rollout(cfg)
     assert summary.diversity == pytest.approx(batch_diversity(read_records(out, Rollout)))
     assert summary.problems == 3 and summary.samples == 12
+
+
+def test_temperature_auto_leaves_a_record_file_it_did_not_write_alone(tiny_model, src, tmp_path):
+    """OUT.temperature.json goes through the output guard like OUT: a file of the user's at that
+    name is neither read as a choice nor replaced (before, it was read, or overwritten)."""
+    out = tmp_path / "r.jsonl"
+    theirs = tmp_path / "r.jsonl.temperature.json"
+    theirs.write_text('{"temperature": 9.0, "table": []}\n')
+    res = rollout(tiny_model, src, out, "--temperature", "auto", "--temperature-candidates", "0.6,1.2",
+                  "--probe-problems", "2", "--diversity-target", "0.5")
+    assert res.exit_code == 2 and "mcoder did not write it" in res.stderr, res.output
+    assert theirs.read_text() == '{"temperature": 9.0, "table": []}\n'

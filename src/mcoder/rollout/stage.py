@@ -20,7 +20,7 @@ from rich.progress import TextColumn
 from mcoder import console
 from mcoder.errors import EnvironmentMissing
 from mcoder.jsonl import STDIO, RecordWriter, display_name
-from mcoder.outputs import claim_output
+from mcoder.outputs import check_document, claim_output, write_document
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
 from mcoder.rollout.problems import SHOWN_LONG, PromptBudget, count_problems, iter_problems, spooled_stdin
@@ -182,6 +182,8 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
     if not cfg.spec.auto:
         return cfg.fixed_temperature(), None
     record = _choice_path(cfg.out)
+    if record is not None:  # a file beside the output, under the same guard: read or replaced only if mcoder's
+        check_document(record, stage="rollout", flag="--temperature auto", inputs=_record_inputs(cfg))
     if record is not None and record.exists() and not cfg.overwrite:
         saved = json.loads(record.read_text())
         console.info(f"temperature {saved['temperature']:g} (chosen earlier, see {record})")
@@ -190,11 +192,13 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
     choice, table = cfg.choose_temperature(engine, tokenizer, probe, seed=cfg.seed)
     show_temperature_table(table, choice, cfg.diversity_measure, len(probe))
     if record is not None:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(
-            json.dumps({**_choice(cfg, table, len(probe)), **choice.to_json()}, indent=1) + "\n"
-        )
+        text = json.dumps({**_choice(cfg, table, len(probe)), **choice.to_json()}, indent=1) + "\n"
+        write_document(record, text, stage="rollout", flag="--temperature auto", inputs=_record_inputs(cfg))
     return choice.temperature, table
+
+
+def _record_inputs(cfg: RolloutConfig) -> dict:
+    return {"--problems": cfg.problems, "--out": cfg.out}
 
 
 def _choice_path(out: Path) -> Path | None:
