@@ -306,7 +306,7 @@ def config_dict(args) -> dict:
 
 
 def plots(args) -> None:
-    runs = sorted(args.out.glob("seed*/run-*"))
+    runs = sorted(args.out.glob("seed*/run-*/"))  # the run folders, not their RUN.meta.json beside them
     if runs:
         cmd = mcoder() + ["bench", "--plots", "--out-dir", args.out / "plots", "-q"]
         for r in runs:

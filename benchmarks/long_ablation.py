@@ -232,7 +232,7 @@ def save(args, rows: list[dict]) -> None:
 
 def plots(args) -> None:
     for series, arms in SERIES.items():
-        runs = [r for arm in arms for r in sorted(args.out.glob(f"seed*/run-{arm}-s*"))]
+        runs = [r for arm in arms for r in sorted(args.out.glob(f"seed*/run-{arm}-s*/"))]  # folders: not RUN.meta.json
         if runs:
             cmd = proof.mcoder() + ["bench", "--plots", "--out-dir", args.out / f"plots-{series}", "-q"]
             for r in runs:
