@@ -149,5 +149,5 @@ Files written under $OUT/:
   run/metrics.jsonl         one line of training metrics per step
   run/tensorboard/          the same metrics for TensorBoard: tensorboard --logdir $OUT
   run/checkpoint/           the trained policy
-  plots/                    $(ls "$OUT/plots" | tr '\n' ' ')
+  plots/                    $(ls "$OUT/plots" | grep -v "\.meta\.json$" | tr '\n' ' ')
 DONE
