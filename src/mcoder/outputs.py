@@ -526,7 +526,7 @@ def hold_lock(out: str | os.PathLike) -> Iterator[Path]:
         from mcoder import console
 
         # The kernel freed the lock, so its holder is gone; its pid may be another process's now.
-        gone = "no longer running" if not _pid_alive(stale) else "ended; that pid now belongs to another process"
+        gone = "no longer running" if not pid_alive(stale) else "ended; that pid now belongs to another process"
         console.info(f"taking over the lock of {os.fspath(out)} left by an earlier run (pid {stale}, {gone})")
     try:
         yield lock
@@ -572,7 +572,8 @@ def _acquire(lock: Path, out: str) -> tuple[int, int | None]:
         return fd, stale
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

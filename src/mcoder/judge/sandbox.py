@@ -1034,6 +1034,8 @@ def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
     cgroups. Returns the folders removed."""
     import shutil
 
+    from mcoder.outputs import pid_alive  # here, not at the top: the workers import this module
+
     removed = []
     try:
         entries = os.listdir(tmp)
@@ -1047,7 +1049,7 @@ def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
             owner = int(Path(folder, "owner").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue  # not ours to judge (a judge still starting, or another tool's)
-        if _pid_alive(owner):
+        if pid_alive(owner):
             continue
         _unmount_below(folder)
         shutil.rmtree(folder, ignore_errors=True)
@@ -1060,20 +1062,10 @@ def sweep_stale(tmp: str, cgroup_prefix: str = "mcoder-judge-") -> list[str]:
             for entry in os.listdir(base):
                 if entry.startswith(cgroup_prefix):
                     m = entry[len(cgroup_prefix):].split("-")[0]
-                    if m.isdigit() and not _pid_alive(int(m)):
+                    if m.isdigit() and not pid_alive(int(m)):
                         with contextlib.suppress(OSError):
                             os.rmdir(os.path.join(base, entry))
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _unmount_below(folder: str) -> None:
