@@ -14,6 +14,7 @@ completion twice differently, and judging is cheaper); ``JudgeConfig(cache=False
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -22,21 +23,31 @@ from typing import Any
 from mcoder.judge.config import JudgeConfig
 
 
-def limits_key(cfg: JudgeConfig) -> str:
-    return repr(
-        (
-            cfg.timeout_s,
-            cfg.memory_mb,
-            cfg.max_processes,
-            cfg.max_output_mb,
-            cfg.max_disk_mb,
-            cfg.compare,
-            cfg.early_exit,
-            cfg.unsafe_no_sandbox,
-            cfg.wall_factor,
-            tuple(cfg.allow_packages),
-        )
-    )
+# The JudgeConfig fields that cannot change an outcome, each with the reason. Every other field
+# is in the key (``limits_key`` reads the dataclass's fields, so a field added later is keyed
+# unless it is named here, with its reason).
+NOT_IN_KEY = {
+    "workers": "how many candidates run at once, not how one runs (each slot has its own CPU share)",
+    "reward": "turns an outcome into a reward after the cache; the outcome does not depend on it "
+    "(early_exit, which it sets by default, is keyed)",
+    "first_uid": "which unused user id a slot's candidates run as",
+    "cache_size": "how many outcomes are kept, not what they are",
+    "cache": "whether outcomes are kept at all",
+}
+
+
+def limits_key(cfg: JudgeConfig, libraries: str | None = None) -> str:
+    """Every setting of ``cfg`` that can change an outcome, as text. ``libraries``: the profile
+    a problem's programs actually see (``auto`` resolves per problem), in place of the field."""
+    values = []
+    for f in dataclasses.fields(cfg):
+        if f.name in NOT_IN_KEY:
+            continue
+        value = getattr(cfg, f.name)
+        if f.name == "libraries" and libraries is not None:
+            value = libraries
+        values.append((f.name, value))
+    return repr(tuple(values))
 
 
 def tests_digest(tests: list, fn_name: str | None) -> str:
