@@ -6,6 +6,7 @@ else of the host's Python) and the system calls it may not make."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -258,6 +259,93 @@ def test_the_standard_library_only_when_asked():
         assert v.status == "runtime_error" and "ModuleNotFoundError" in v.first_failure["stderr"]
     with _judge(timeout_s=20.0, memory_mb=1024, libraries="none", allow_packages=("numpy",)) as judge:
         assert run(judge, ATCODER_NUMPY, tests=KNAPSACK).status == "accepted"
+
+
+# ---------------------------------------------------------------- libraries: chosen by the problem's platform
+
+# Correct programs for the real LiveCodeBench problems of each platform in ../shared/data, written
+# with the platform's libraries as its users write them.
+ABC301_A_NUMPY = """\
+    import numpy as np
+    n, s = int(input()), input().strip()
+    t = int(np.sum(np.array(list(s)) == "T"))
+    a = n - t
+    print(("T" if t > a else "A") if t != a else ("A" if s[-1] == "T" else "T"))
+    """
+CF1873_A_NUMPY = """\
+    import sys
+    import numpy as np
+    words = sys.stdin.read().split()[1:]
+    for w in words:
+        print("YES" if int((np.array(list(w)) != np.array(list("abc"))).sum()) in (0, 2) else "NO")
+    """
+LC2727_SORTED = """\
+    from sortedcontainers import SortedList
+    class Solution:
+        def countSeniors(self, details: List[str]) -> int:
+            ages = SortedList(int(d[11:13]) for d in details)
+            return len(ages) - ages.bisect_right(60)
+    """
+LC2727_NUMPY = """\
+    import numpy as np
+    class Solution:
+        def countSeniors(self, details: List[str]) -> int:
+            return int((np.array([int(d[11:13]) for d in details]) > 60).sum())
+    """
+
+
+def _lcb_problems(shared: Path) -> dict[str, Problem]:
+    from helpers.dataset_real import real
+
+    return {p.platform: p for p in real(shared, "sandboxfusion_lcb_v1.jsonl")}
+
+
+def test_auto_gives_each_problem_its_platforms_libraries(shared_data):
+    for name in ("numpy", "sortedcontainers"):
+        pytest.importorskip(name)
+    by_platform = _lcb_problems(shared_data)
+    assert set(by_platform) == {"atcoder", "codeforces", "leetcode"}
+    atcoder, codeforces, leetcode = by_platform["atcoder"], by_platform["codeforces"], by_platform["leetcode"]
+    # the LeetCode problem's own tests under an AtCoder name: the same program and tests, another profile
+    twin = dataclasses.replace(leetcode, id="twin", platform="AtCoder")
+    problems = {p.id: p for p in (atcoder, codeforces, leetcode, twin)}
+    runs = [
+        (atcoder.id, ABC301_A_NUMPY),  # AtCoder gives numpy
+        (codeforces.id, CF1873_A_NUMPY),  # a platform without a profile of its own: every platform's
+        (leetcode.id, LC2727_SORTED),  # LeetCode documents sortedcontainers
+        (leetcode.id, LC2727_NUMPY),  # and not numpy
+        ("twin", LC2727_NUMPY),  # not the LeetCode verdict of the same program, taken from the cache
+    ]
+    rollouts = [_rollout(f"r{i}", code, pid) for i, (pid, code) in enumerate(runs)]
+    with _judge(timeout_s=20.0, memory_mb=1024, cache=True) as judge:
+        assert judge.cfg.libraries == "auto"  # the default
+        vs = judge.judge(problems, rollouts)
+    for v in vs[:3] + vs[4:]:
+        assert v.status == "accepted", v
+    assert vs[3].status == "runtime_error" and "ModuleNotFoundError" in vs[3].first_failure["stderr"], vs[3]
+    assert not vs[4].cached
+    # a run's own profile overrides the platform's
+    with _judge(timeout_s=20.0, memory_mb=1024, libraries="contest") as judge:
+        (v,) = judge.judge(problems, rollouts[3:4])
+    assert v.status == "accepted", v.first_failure
+    with _judge(timeout_s=20.0, memory_mb=1024, libraries="leetcode") as judge:
+        (v,) = judge.judge(problems, rollouts[:1])
+    assert v.status == "runtime_error" and "ModuleNotFoundError" in v.first_failure["stderr"], v
+
+
+def test_auto_resolves_a_platform_by_its_name(shared_data):
+    from helpers.dataset_real import real
+
+    assert sandbox.profile_for("auto", "atcoder") == sandbox.profile_for("auto", " AtCoder ") == "atcoder"
+    assert sandbox.profile_for("auto", "leetcode") == "leetcode"
+    # a platform without a profile of its own, or none named, sees every platform's libraries
+    (unnamed, *_) = real(shared_data, "rllm_code_contests.json")
+    assert unnamed.platform is None and sandbox.profile_for("auto", unnamed.platform) == "contest"
+    (codechef,) = [p for p in real(shared_data, "sandboxfusion_code_contests.jsonl") if p.platform == "codechef"][:1]
+    assert sandbox.profile_for("auto", codechef.platform) == "contest"
+    # a run's profile is every problem's
+    assert sandbox.profile_for("none", "atcoder") == "none"
+    assert sandbox.profiles_of("auto")[0] == "contest" and sandbox.profiles_of("leetcode") == ("leetcode",)
 
 
 # ---------------------------------------------------------------- system calls

@@ -9,7 +9,7 @@ from mcoder.errors import UsageError
 
 COMPARE_MODES = ("microcoder", "strict")
 REWARDS = ("binary", "fraction")
-LIBRARY_PROFILES = ("contest", "atcoder", "leetcode", "none")
+LIBRARY_PROFILES = ("auto", "contest", "atcoder", "leetcode", "none")
 
 
 def default_workers() -> int:
@@ -62,10 +62,12 @@ class JudgeConfig:
     allow_packages: tuple[str, ...] = ()
     """Installed third-party packages a program may import beyond ``libraries``
     (``--allow-package rich``)."""
-    libraries: str = "contest"
+    libraries: str = "auto"
     """Which contest platform's libraries a program sees, read-only, where they are installed:
-    ``atcoder`` (numpy, scipy, networkx, sortedcontainers, ...), ``leetcode`` (sortedcontainers),
-    ``contest`` (both) or ``none`` (the standard library only). Nothing else of the host's Python."""
+    ``auto`` (each problem's own platform's: AtCoder's or LeetCode's, every platform's for a
+    problem of another platform or none), ``atcoder`` (numpy, scipy, networkx, sortedcontainers,
+    ...), ``leetcode`` (sortedcontainers), ``contest`` (both) or ``none`` (the standard library
+    only). Nothing else of the host's Python."""
 
     # --- speed
     cache_size: int = 20_000
@@ -110,9 +112,11 @@ class JudgeConfig:
                 f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
             )
 
-    def visible_packages(self) -> tuple[str, ...]:
-        """The third-party packages a program may import: the installed ones of ``libraries``,
-        then ``allow_packages``."""
+    def visible_packages(self, profile: str | None = None) -> tuple[str, ...]:
+        """The third-party packages a program may import: the installed ones of ``profile``
+        (default ``libraries``; ``auto`` resolves per problem, ``sandbox.profile_for``), then
+        ``allow_packages``."""
         from mcoder.judge.sandbox import platform_packages
 
-        return tuple(dict.fromkeys([*platform_packages(self.libraries), *self.allow_packages]))
+        profile = self.libraries if profile is None else profile
+        return tuple(dict.fromkeys([*platform_packages(profile), *self.allow_packages]))

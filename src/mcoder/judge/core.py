@@ -77,7 +77,7 @@ class Judge:
         if not self.cfg.unsafe_no_sandbox:
             sandbox.check_isolation()
         self.cache = ResultCache(self.cfg.cache_size)
-        self._limits = limits_key(self.cfg)
+        self._limits: dict[str, str] = {}  # library profile -> the cache key's limits part
         self._prepared: dict[int, tuple[Problem, _Prepared]] = {}
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -149,7 +149,7 @@ class Judge:
             if prep.unprovable is not None:
                 deliver(i, Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable}), False)
                 continue
-            key = cache_key(code, prep.digest, self._limits) if self.cfg.cache else f"run-{i}"
+            key = cache_key(code, prep.digest, self._limits_key(problem)) if self.cfg.cache else f"run-{i}"
             hit = self.cache.get(key) if self.cfg.cache else None
             if hit is not None:
                 deliver(i, hit, True)
@@ -180,6 +180,17 @@ class Judge:
         return verdicts  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ steps
+
+    def _profile(self, problem: Problem) -> str:
+        """The library profile the problem's programs see (``auto``: its platform's)."""
+        return sandbox.profile_for(self.cfg.libraries, problem.platform)
+
+    def _limits_key(self, problem: Problem) -> str:
+        profile = self._profile(problem)
+        key = self._limits.get(profile)
+        if key is None:
+            key = self._limits[profile] = limits_key(self.cfg, libraries=profile)
+        return key
 
     def _program(self, problem: Problem, completion: str) -> tuple[str, Any, Outcome | None]:
         """(source, code object, None), or the outcome that needs no run (no code, compile
@@ -247,6 +258,7 @@ class Judge:
                             "limits": limits,
                             "early_exit": self.cfg.early_exit,
                             "defined": defined,
+                            "profile": self._profile(problem),
                         }
                         worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
                     if grader.stopped:
@@ -432,7 +444,8 @@ def _functional_run(
             os.close(fd)
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
-         "fds": True, "n_tests": len(indexes), "defined": defined}
+         "fds": True, "n_tests": len(indexes), "defined": defined,
+         "profile": sandbox.profile_for(cfg.libraries, problem.platform)}
     )
     checks.send(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,

@@ -71,7 +71,7 @@ class TreeNode:
 """
 
 
-def prepare_worker(import_path: list[str] | None) -> None:
+def prepare_worker(import_path: list[str] | None, other_paths: list[list[str]] = ()) -> None:
     """Once, in the worker, what every candidate it forks would otherwise set up again (each
     page a candidate writes is a copy of the worker's): the candidate's environment, and where
     it is given, its import path, with the finders of those folders made and their listings
@@ -85,9 +85,10 @@ def prepare_worker(import_path: list[str] | None) -> None:
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
     if import_path is not None:  # only where it may read: the judge's own folders are gone
-        sys.path[:] = import_path
         sys.path_importer_cache.clear()
-        importlib.machinery.PathFinder.find_spec("_mcoder_no_such_module")  # fills the finders' caches
+        for path in [*other_paths, import_path]:  # each library profile's (a job names its own)
+            sys.path[:] = path
+            importlib.machinery.PathFinder.find_spec("_mcoder_no_such_module")  # fills the finders' caches
         sys.executable = sys._base_executable = os.path.realpath(sys.executable)
     _STREAMS[:] = _streams_as_a_candidate_has_them()
 
@@ -161,6 +162,8 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     if spec.get("seccomp") is not None:
         sandbox.seccomp_enforce(spec["seccomp"])
     sandbox.die_with_parent()  # after drop_to, which clears it: a dead worker takes its candidate along
+    if spec.get("import_path") is not None:  # the job's library profile (the worker's default is one)
+        sys.path[:] = spec["import_path"]
     os.chdir(spec["dir"])
     os.environ["HOME"] = spec["dir"]
     os.environ["TMPDIR"] = spec["dir"]

@@ -88,7 +88,9 @@ class Worker:
             "role": self.role,
             "cgroups": self.cgroups,
             "wall_factor": self.cfg.wall_factor,
-            "packages": list(self.cfg.visible_packages()),
+            # the packages of each library profile this run's candidates may get (one, or with
+            # ``auto`` each platform's), the default first
+            "profiles": {p: list(self.cfg.visible_packages(p)) for p in sandbox.profiles_of(self.cfg.libraries)},
         }
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         setup["fd_socket"] = theirs.fileno()

@@ -518,6 +518,26 @@ PLATFORM_LIBRARIES = {
 }
 
 
+# ``libraries="auto"``: each problem's programs see its own platform's libraries; a problem of
+# another platform, or of none named, sees every platform's (``contest``).
+AUTO_PROFILES = ("atcoder", "leetcode", "contest")
+
+
+def profile_for(libraries: str, platform: str | None) -> str:
+    """The library profile a problem's programs see: ``libraries`` itself, or with ``auto`` the
+    profile of the problem's platform (``contest`` for one that has none of its own)."""
+    if libraries != "auto":
+        return libraries
+    name = (platform or "").strip().lower()
+    return name if name in PLATFORM_LIBRARIES else "contest"
+
+
+def profiles_of(libraries: str) -> tuple[str, ...]:
+    """Every profile a judge run with ``libraries`` may hand a candidate (the first is the
+    default, which the checks of functional tests see)."""
+    return ("contest", *[p for p in AUTO_PROFILES if p != "contest"]) if libraries == "auto" else (libraries,)
+
+
 def platform_packages(profile: str) -> list[str]:
     """The installed libraries of ``profile``: a platform's name, ``contest`` (every platform's)
     or ``none``."""

@@ -377,6 +377,7 @@ def fork_child(
     if report:
         res_r, res_w = os.pipe()
         fds3.insert(0, res_w)
+    ruleset, import_path = SETUP.get("profile_env", {}).get(job.get("profile"), (SETUP.get("ruleset", -1), None))
     spec = {
         **job["limits"],
         # each process's hard stop (the Clock is the limit); none for the long-lived check child
@@ -384,7 +385,8 @@ def fork_child(
         "dir": job["dir"],
         "uid": SETUP.get("uid"),
         "rootless": SETUP["sandbox"] and SETUP["mode"] == "rootless",
-        "ruleset": SETUP.get("ruleset", -1),
+        "ruleset": ruleset,
+        "import_path": import_path,
         "seccomp": SETUP.get("seccomp"),
         "account": SETUP.get("account_obj"),
     }
@@ -864,6 +866,25 @@ def _remove_dir(path: str) -> None:
         _clear_tree(parent, name)
 
 
+def _library_profiles(cfg: dict) -> None:
+    """Per library profile the judge may name in a job: the candidate's Landlock ruleset (the
+    profile's packages readable) and its import path (a folder of links to them), one pair per
+    distinct package list. The first profile is the default (the check child's)."""
+    made: dict[tuple[str, ...], tuple[int, list[str]]] = {}
+    SETUP["profile_env"] = {}
+    for i, (name, packages) in enumerate(cfg["profiles"].items()):
+        key = tuple(packages)
+        if key not in made:
+            ruleset = sandbox.landlock_ruleset(
+                [cfg["base"]], sandbox.candidate_roots(packages), cfg.get("scope", False), sandbox.stdlib_dirs()
+            )
+            path = sandbox.candidate_import_path(packages, os.path.join(cfg["base"], "packages", str(len(made))))
+            made[key] = (ruleset, path)
+        SETUP["profile_env"][name] = made[key]
+        if i == 0:
+            SETUP["ruleset"], SETUP["import_path"] = made[key]
+
+
 def setup(cfg: dict) -> None:
     SETUP.update(cfg)
     sandbox.die_with_parent()
@@ -877,16 +898,8 @@ def setup(cfg: dict) -> None:
         else:
             sandbox.enter_user_namespace()
         sandbox.disk_quota(cfg["base"], cfg["disk_mb"])
-        SETUP["ruleset"] = sandbox.landlock_ruleset(
-            [cfg["base"]],
-            sandbox.candidate_roots(cfg.get("packages", [])),
-            cfg.get("scope", False),
-            sandbox.stdlib_dirs(),
-        )
+        _library_profiles(cfg)
         SETUP["seccomp"] = sandbox.seccomp_fprog(sandbox.seccomp_program())
-        SETUP["import_path"] = sandbox.candidate_import_path(
-            cfg.get("packages", []), os.path.join(cfg["base"], "packages")
-        )
         sandbox.landlock_restrict([cfg["base"]], readable)
     sandbox.become_subreaper()
     if cfg.get("uid") is not None:
@@ -899,7 +912,8 @@ def setup(cfg: dict) -> None:
         __import__(name)
     from mcoder.judge import plain  # noqa: F401
 
-    harness.prepare_worker(SETUP.get("import_path"))  # the last import is done
+    others = [path for _, path in SETUP.get("profile_env", {}).values()]
+    harness.prepare_worker(SETUP.get("import_path"), others)  # the last import is done
     gc.collect()
     gc.freeze()  # forked children then share these pages instead of copying them
 
