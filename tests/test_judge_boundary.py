@@ -384,3 +384,30 @@ def test_a_worker_that_ended_between_jobs_costs_the_next_candidate_nothing():
         (after,) = _judge(j, DOUBLE, HONEST + "  # the next candidate")
     assert first.status == "accepted"
     assert after.status == "accepted", after.first_failure
+
+
+# ------------------------------------------------------------------ the benchmark of holes 3 and 7
+
+def test_the_boundary_benchmark_prints_its_two_tables(capsys):
+    """benchmarks/judge_boundary.py at a small size: both tables, the judge's path on colliding
+    items far faster than a real set, the real judge's peak under the whole-text one."""
+    import importlib.util
+
+    _cfg()  # skips where there is no sandbox
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_boundary.py"
+    spec = importlib.util.spec_from_file_location("judge_boundary", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--sizes", "3000", "--output-mb", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[:1] in (["set"], ["dict"]):
+            rows[parts[0]] = (int(parts[1]), float(parts[2]), float(parts[3]))
+    assert set(rows) == {"set", "dict"} and all(n == 3000 for n, _, _ in rows.values())
+    assert all(now < before for _, before, now in rows.values())
+    peaks = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("the ")]
+    assert len(peaks) == 2 and "now: wrong_answer" in out
+    whole, judged = peaks
+    assert judged < whole
