@@ -348,6 +348,74 @@ def test_auto_resolves_a_platform_by_its_name(shared_data):
     assert sandbox.profiles_of("auto")[0] == "contest" and sandbox.profiles_of("leetcode") == ("leetcode",)
 
 
+# ---------------------------------------------------------------- libraries: imported once per worker
+
+LOADED = """\
+    import sys
+    loaded = "numpy" in sys.modules  # before the program's own import: the worker's
+    import numpy as np
+    print(int(np.int64(int(input())) * 2) if loaded else "imported here")
+    """
+
+
+def test_a_contest_library_the_program_imports_is_loaded_by_the_worker_once():
+    pytest.importorskip("numpy")
+    tests = [Test("4\n", "8\n"), Test("5\n", "10\n"), Test("6\n", "12\n")]
+    with _judge(timeout_s=20.0, memory_mb=1024) as judge:
+        v = run(judge, LOADED, tests=tests, platform="atcoder")
+        assert v.status == "accepted", v.first_failure
+        assert judge.pool.workers[0].imported == {"numpy"}
+
+
+def test_a_library_loaded_for_one_profile_is_not_there_for_another():
+    """auto: a worker that imported numpy for an AtCoder program is replaced before it runs a
+    LeetCode program (whose platform has no numpy): neither sys.modules nor an import finds it."""
+    pytest.importorskip("numpy")
+    probe = """\
+        import sys
+        seen = "numpy" in sys.modules or any("numpy" in repr(m) for m in list(sys.modules.values()))
+        try:
+            import numpy
+            seen = True
+        except ImportError:
+            pass
+        print(8 if not seen else "numpy is there")
+        """
+    with _judge(timeout_s=20.0, memory_mb=1024) as judge:
+        assert run(judge, LOADED, tests=[Test("4\n", "8\n")], platform="atcoder").status == "accepted"
+        before = judge.pool.workers[0].proc.pid
+        v = run(judge, probe, platform="leetcode")
+        assert v.status == "accepted", v.first_failure
+        assert judge.pool.workers[0].proc.pid != before and not judge.pool.workers[0].imported
+        # a program of a platform that shows numpy keeps the worker
+        assert run(judge, LOADED, tests=[Test("4\n", "8\n")], platform="atcoder").status == "accepted"
+        pid = judge.pool.workers[0].proc.pid
+        assert run(judge, LOADED, tests=[Test("4\n", "8\n")], platform="codeforces").status == "accepted"
+        assert judge.pool.workers[0].proc.pid == pid
+
+
+def test_numpys_global_generator_is_seeded_anew_in_each_test():
+    """numpy seeds its global generator when numpy.random is imported (scipy.sparse imports it);
+    imported once in the worker, every forked test would draw the same numbers. Each draws its
+    own, as importing it itself would."""
+    pytest.importorskip("numpy")
+    pytest.importorskip("scipy")
+    draw = """\
+        import sys
+        loaded = "numpy.random" in sys.modules  # the worker's
+        import scipy.sparse
+        import numpy as np
+        print(np.random.randint(1 << 30), loaded)
+        """
+    with _judge(timeout_s=20.0, memory_mb=1024) as judge:
+        p = Problem(id="p", source="test", question="", tests=[Test("", "x\n")], platform="atcoder")
+        vs = judge.judge({"p": p}, [_rollout(f"r{i}", draw + f"# {i}") for i in range(3)])
+        assert judge.pool.workers[0].imported == {"scipy", "numpy"}
+    got = [v.first_failure["got"] for v in vs]
+    assert all(v.status == "wrong_answer" and v.first_failure["got"].endswith(" True\n") for v in vs), got
+    assert len(set(got)) == 3, got
+
+
 # ---------------------------------------------------------------- system calls
 
 

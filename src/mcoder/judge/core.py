@@ -39,11 +39,22 @@ from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.extract import compile_program, extract_code
-from mcoder.judge.harness import defined_names
+from mcoder.judge.harness import defined_names, imported_names
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
 SHOWN_CHARS = 1000  # of input, expected and got in first_failure
+# Contest libraries a worker imports itself, before it forks the tests of a program that imports
+# them (when the problem's profile shows them): each test's process then finds them loaded, as
+# the standard library's common modules, instead of spending ~0.1 s of CPU importing them again.
+# Heavy ones (pandas, sympy) are left to the program: a worker keeps what it imported. Only these
+# packages and these submodules (never a name the program makes up: a ``__main__`` would run a
+# tool's entry point in the worker).
+PREIMPORT_LIBRARIES = ("numpy", "scipy", "networkx", "sortedcontainers", "more_itertools", "bitarray")
+PREIMPORT_SUBMODULES = (
+    "scipy.fft", "scipy.linalg", "scipy.optimize", "scipy.sparse", "scipy.sparse.csgraph", "scipy.spatial",
+    "scipy.special",
+)
 MAX_LITERAL_CHARS = 1 << 20  # a return value's repr longer than this is not parsed
 
 
@@ -78,6 +89,7 @@ class Judge:
             sandbox.check_isolation()
         self.cache = ResultCache(self.cfg.cache_size)
         self._limits: dict[str, str] = {}  # library profile -> the cache key's limits part
+        self._visible: dict[str, frozenset[str]] = {}  # library profile -> the packages it shows
         self._prepared: dict[int, tuple[Problem, _Prepared]] = {}
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -185,6 +197,25 @@ class Judge:
         """The library profile the problem's programs see (``auto``: its platform's)."""
         return sandbox.profile_for(self.cfg.libraries, problem.platform)
 
+    def _allowed(self, profile: str) -> frozenset[str]:
+        allowed = self._visible.get(profile)
+        if allowed is None:
+            allowed = self._visible[profile] = frozenset(self.cfg.visible_packages(profile))
+        return allowed
+
+    def _preimports(self, compiled_code: Any, allowed: frozenset[str]) -> list[str]:
+        """The packages of ``PREIMPORT_LIBRARIES`` (and submodules of ``PREIMPORT_SUBMODULES``)
+        that the program imports and its profile shows: its test processes find them imported by
+        the worker."""
+        names = set()
+        for n in imported_names(compiled_code):
+            root = n.split(".")[0]
+            if root in allowed and root in PREIMPORT_LIBRARIES:
+                names.add(root)
+                if n in PREIMPORT_SUBMODULES:
+                    names.add(n)
+        return sorted(names)
+
     def _limits_key(self, problem: Problem) -> str:
         profile = self._profile(problem)
         key = self._limits.get(profile)
@@ -244,11 +275,17 @@ class Judge:
         # read here rather than in every candidate process
         defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
         grader = _Grader(problem, prep, self.cfg)
+        allowed = self._allowed(self._profile(problem))
+        preimport = self._preimports(compiled_code, allowed)
         try:
             with self.pool.acquire() as worker:
+                # a worker that holds a library this problem's profile does not show starts afresh
+                worker.fit_imports(allowed, preimport)
                 for kind, indexes, payload in prep.groups:
                     if kind == "functional":
-                        _functional(worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined)
+                        _functional(
+                            worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined, preimport
+                        )
                     else:
                         job = {
                             "kind": kind,
@@ -259,6 +296,7 @@ class Judge:
                             "early_exit": self.cfg.early_exit,
                             "defined": defined,
                             "profile": self._profile(problem),
+                            "preimport": preimport,
                         }
                         worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
                     if grader.stopped:
@@ -417,13 +455,13 @@ def _repr(value: Any) -> str:
 
 def _functional(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
     The candidate's worker never receives the checks' source."""
     try:
-        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined)
+        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined, preimport)
     except (WorkerDied, BrokenPipeError, OSError) as e:
         worker.restart()  # the checks worker with it
         raise WorkerDied(str(e)) from None
@@ -431,7 +469,7 @@ def _functional(
 
 def _functional_run(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
-    indexes: list[int], payload: list, grader: _Grader, defined: list[str],
+    indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
@@ -445,7 +483,7 @@ def _functional_run(
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
          "fds": True, "n_tests": len(indexes), "defined": defined,
-         "profile": sandbox.profile_for(cfg.libraries, problem.platform)}
+         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport)}
     )
     checks.send(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,

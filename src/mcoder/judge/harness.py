@@ -300,6 +300,20 @@ def defined_names(code) -> set[str]:
 
 
 _STORE_NAME, _STORE_GLOBAL, _EXTENDED_ARG = dis.opmap["STORE_NAME"], dis.opmap["STORE_GLOBAL"], dis.EXTENDED_ARG
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+
+
+def imported_names(code, limit: int = 10_000) -> set[str]:
+    """The modules the program's ``import`` statements name (dotted, as written), at top level
+    or inside its functions; read from the bytecode (at most ``limit`` code objects)."""
+    names: set[str] = set()
+    todo = [code]
+    while todo and limit > 0:
+        c = todo.pop()
+        limit -= 1
+        names.update(_stored_names(c, _IMPORT_NAME))
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
 
 
 def _stored_names(code, store: int) -> set[str]:

@@ -55,6 +55,7 @@ class Worker:
             )
         )
         self.proc: subprocess.Popen | None = None
+        self.imported: set[str] = set()  # libraries the worker process imported for its jobs
         self.sock: socket.socket | None = None
         self.checker: Worker | None = None
         self.spawn()
@@ -77,7 +78,17 @@ class Worker:
         self.spawn()
         self.wait_ready()
 
+    def fit_imports(self, allowed: frozenset[str], preimport: list[str]) -> None:
+        """Before a job whose profile shows ``allowed`` and whose program imports ``preimport``
+        (which the worker imports before forking its tests): a worker that holds a library
+        ``allowed`` leaves out is replaced first, so that no candidate finds loaded what its
+        profile hides."""
+        if self.imported - allowed:
+            self.restart()
+        self.imported.update(n.split(".")[0] for n in preimport)
+
     def spawn(self) -> None:
+        self.imported = set()
         setup = {
             "sandbox": not self.cfg.unsafe_no_sandbox,
             "mode": self.mode,

@@ -733,6 +733,8 @@ def serve(proto: Protocol) -> None:
             _, fds, _, _ = socket.recv_fds(SETUP["fd_socket"], 1, 2)
         if "code" in job:
             job["code"] = marshal.loads(job["code"])
+        if job.get("preimport"):
+            _preimport(job["preimport"], job.get("profile"))
         try:
             if job["kind"] == "stdin":
                 run_stdin_job(proto, job)
@@ -748,6 +750,47 @@ def serve(proto: Protocol) -> None:
                 _remove_dir(job["dir"])
         proto.send(("done", None))
         prefork_check_child()  # a fresh check child, if the last one ended, while the judge reads "done"
+
+
+_PREIMPORT_FAILED: set[str] = set()
+
+
+def _preimport(names: list[str], profile: str | None) -> None:
+    """Import the contest libraries the judge names (the program imports them, its profile shows
+    them) here, once, before the job's test processes are forked: each finds them loaded. Only
+    library code runs here, found on the job's own import path (the candidate's ``__file__``s).
+    One that fails is left to the program, which then meets the failure itself."""
+    import importlib
+
+    todo = [n for n in names if n not in sys.modules and n not in _PREIMPORT_FAILED]
+    if not todo:
+        return
+    _, path = SETUP.get("profile_env", {}).get(profile, (None, None))
+    saved = list(sys.path)
+    if path is not None:
+        sys.path[:] = path
+    try:
+        for name in todo:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the program's own import says what is wrong
+                _PREIMPORT_FAILED.add(name)
+    finally:
+        sys.path[:] = saved
+    if "numpy.random" in sys.modules and not SETUP.get("numpy_reseed"):
+        # numpy's global generator was seeded once, here: each forked test draws its own seed,
+        # as it would importing numpy itself (``random`` does the same for its own)
+        os.register_at_fork(after_in_child=_reseed_numpy)
+        SETUP["numpy_reseed"] = True
+    gc.collect()
+    gc.freeze()  # forked children share these pages instead of copying them
+
+
+def _reseed_numpy() -> None:
+    try:
+        sys.modules["numpy.random"].seed()
+    except Exception:  # noqa: BLE001, S110 - a forked child: its program goes on as it would
+        pass
 
 
 def _reset_dir(path: str, keep: set[str] = frozenset()) -> None:
