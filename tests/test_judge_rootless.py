@@ -80,9 +80,9 @@ def test_judge_command_as_an_unprivileged_user(world_dir):
     }
     assert got["ok"] == "accepted"
     assert got["net"] == got["write"] == "runtime_error"
-    # its parent is outside its PID namespace (getppid() is 0: kill(0) hits its own group, and
-    # process 1 of a namespace ignores that); kill(-1) finds no process of its own to hit
-    assert got["kill_parent"] == "accepted"
+    # its parent is outside its PID namespace (getppid() is 0: kill(0) hits its own group, itself
+    # included, which ends it as anywhere else); kill(-1) finds no process of its own to hit
+    assert got["kill_parent"] == "runtime_error"
     assert got["kill_all"] == "runtime_error"
     assert not (world_dir / "x.txt").exists()
 

@@ -357,3 +357,60 @@ def test_namespace_probe_never_clones_from_the_calling_process(monkeypatch):
     with os.fdopen(read) as f:
         ran_in = [int(x) for x in f.read().split()]
     assert ran_in and os.getpid() not in ran_in
+
+
+# ---------------------------------------------------------------- a program that signals itself
+
+SOLVE = "input(); print(sum(map(int, input().split())), flush=True)"
+
+
+@pytest.mark.parametrize(
+    ("ending", "detail"),
+    [
+        ("os.kill(os.getpid(), signal.SIGKILL)", "killed by SIGKILL"),  # the way out that skips teardown
+        ("os.kill(os.getpid(), signal.SIGTERM)", "killed by SIGTERM"),
+        ("os.kill(0, signal.SIGKILL)", "killed by SIGKILL"),  # its process group
+        ("os.killpg(os.getpgrp(), signal.SIGUSR1)", "killed by SIGUSR1"),
+        ("signal.raise_signal(signal.SIGKILL)", "killed by SIGKILL"),
+        ("signal.pthread_kill(threading.get_ident(), signal.SIGALRM)", "killed by SIGALRM"),
+    ],
+)
+def test_a_program_that_kills_itself_crashed(judge, ending, detail):
+    """The candidate is process 1 of its namespace, which the kernel spares its own signals: it
+    went on after killing itself (a right answer then accepted, wrong output a wrong answer).
+    Anywhere else it is dead: a runtime error, whatever it printed before."""
+    v = run(judge, f"import os, signal, threading\n{SOLVE}\n{ending}\nprint('still here')")
+    assert v.status == "runtime_error" and v.first_failure["detail"] == detail, v.first_failure
+
+
+def test_a_signal_a_program_handles_or_ignores_does_not_end_it(judge):
+    code = f"""\
+        import os, signal
+        seen = []
+        signal.signal(signal.SIGUSR1, lambda *a: seen.append(1))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGCHLD)  # ignored by default
+        os.kill(os.getpid(), 0)  # only asks whether it exists
+        if seen:
+            {SOLVE}
+        """
+    v = run(judge, code)
+    assert v.status == "accepted", v.first_failure
+
+
+def test_a_call_test_program_that_kills_itself_crashed(judge):
+    code = """\
+        import os, signal
+        def f(x):
+            os.kill(os.getpid(), signal.SIGKILL)
+            return x
+        """
+    v = run(judge, code, tests=[Test("1", "1", "call")], fn_name="f")
+    assert v.status == "runtime_error", v.first_failure
+
+
+def test_the_judges_own_kills_are_still_its_limits(hostile_judge):
+    assert run(hostile_judge, "while True: pass").status == "time_limit"
+    assert run(hostile_judge, "x = bytearray(1 << 30)").status == "memory_limit"

@@ -169,6 +169,66 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
     os.environ["TMPDIR"] = spec["dir"]
     _fresh_streams()
     sys.argv = ["main.py"]
+    if os.getpid() == 1:  # the first process of its own PID namespace (not without the sandbox)
+        _own_signals_end_it()
+
+
+# Signals whose default action ends a process (all but those that are ignored or stop it).
+_NOT_FATAL = {signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, signal.SIGCONT, signal.SIGSTOP, signal.SIGTSTP,
+              signal.SIGTTIN, signal.SIGTTOU}
+_REPORTS = [False]  # whether this process reports on fd 3 (a stdin test)
+
+
+def _own_signals_end_it() -> None:
+    """The candidate is process 1 of its namespace, and the kernel spares a namespace's first
+    process every signal sent from inside it that has no handler: ``os.kill(os.getpid(), SIGKILL)``
+    (a way out that skips the interpreter's teardown) did nothing, and the program went on. The
+    calls a program makes to signal itself end it here as the signal would anywhere else: the
+    real call first (its errors, and the rest of a process group, as usual), then, for a signal
+    with no handler whose default ends a process, an exit that says which signal (its unflushed
+    output lost, as with the real signal). Signals from elsewhere (the judge's limits) are real."""
+    real_kill, real_killpg = os.kill, os.killpg
+    real_raise, real_pthread_kill = signal.raise_signal, signal.pthread_kill
+
+    def kill(pid, sig, /):
+        real_kill(pid, sig)
+        if pid == 0 or pid == os.getpid():
+            _end_by(sig)
+
+    def killpg(pgid, sig, /):
+        if pgid not in (0, os.getpgrp()):
+            return real_killpg(pgid, sig)
+        real_kill(0, sig)  # its own group is number 1 here, and killpg(1) means "every process"
+        _end_by(sig)
+        return None
+
+    def raise_signal(sig, /):
+        real_raise(sig)
+        _end_by(sig)
+
+    def pthread_kill(thread_id, sig, /):
+        real_pthread_kill(thread_id, sig)  # a thread of this process: a fatal signal ends all of it
+        _end_by(sig)
+
+    os.kill, os.killpg, signal.raise_signal, signal.pthread_kill = kill, killpg, raise_signal, pthread_kill
+
+
+def _end_by(sig) -> None:
+    sig = int(sig)
+    if sig == 0 or sig in _NOT_FATAL:
+        return
+    if sig != signal.SIGKILL and signal.getsignal(sig) != signal.SIG_DFL:
+        return  # a handler (delivered by the real call) or ignored
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    if _REPORTS[0]:
+        try:
+            report(ok=False, exc=f"killed by {name}", mem=False)
+        except BaseException:  # noqa: BLE001, S110 - it ends all the same
+            pass
+    os._exit(128 + sig)
 
 
 def _fresh_streams() -> None:
@@ -253,6 +313,7 @@ def _flush() -> None:
 def run_stdin(code) -> None:
     """Run ``code`` as ``__main__`` on this process's stdin; report once and exit."""
     errors = _ThreadErrors()
+    _REPORTS[0] = True
     ns = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
     status: dict = {"ok": True}
     try:
