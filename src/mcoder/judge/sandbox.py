@@ -27,7 +27,8 @@ the same with a user namespace of the judge's own in place of the unused user id
   io_uring or kernel-module calls (seccomp), no setuid way back (no_new_privs).
 - Files: it reads the standard library, the system's shared libraries and /etc (no other
   interpreter's folders), a few devices, the installed libraries of a contest platform
-  (``libraries``) and the packages named with ``allow_packages``; it writes only its own folder, which is a
+  (``libraries``; ``auto``: the problem's own platform's) and the packages named with
+  ``allow_packages``; it writes only its own folder, which is a
   tmpfs of ``max_disk_mb`` per worker, emptied between tests. The judge's virtual environment,
   the project, /proc, the temporary folder and the datasets are unreadable.
 - CPU: where the host lets the judge make a cgroup ``cpu`` group, each slot has an equal share
@@ -51,8 +52,14 @@ What it does not guarantee:
   limits are not hidden. The standard library's own folder can be listed (names of the base
   interpreter's site-packages are visible, their files are not readable).
 - The judge's own modules are in the candidate's memory (it is forked from the worker); they
-  hold no answers. Process 1 of a PID namespace ignores signals it sends itself without a
-  handler, so a program that kills itself with SIGKILL from inside goes on running.
+  hold no answers. Process 1 of a PID namespace ignores signals sent from inside it without a
+  handler: the calls of Python that signal the program itself (``os.kill``, ``os.killpg``,
+  ``signal.raise_signal``, ``signal.pthread_kill``) end it as anywhere else, but a raw system
+  call (ctypes) or a timer's signal (``signal.alarm`` with no handler) still leaves it running.
+- The contest libraries a program imports (of a fixed list: numpy, scipy, networkx, ...) are
+  imported by its worker before the tests are forked: their import costs the program no CPU
+  time, and their pages are the worker's, not counted in the program's tree memory (~20 MB for
+  numpy). A worker that imported one is replaced before a program whose profile hides it.
 - Machines other than x86_64 and aarch64 lack the seccomp table (the judge exits 4 there).
 """
 
