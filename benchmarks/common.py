@@ -307,7 +307,8 @@ class Results:
 
     ``files``: the results files the benchmark writes in OUT (the first is results.json); all are
     written through the output guard (``write_result``), and a set written before they were (no
-    ``.meta.json`` beside results.json) is moved to ``*.old`` with its rows kept."""
+    ``.meta.json`` beside results.json) is moved to ``*.old``, its rows written again at once
+    through the guard."""
 
     def __init__(self, out: Path, benchmark: str, run_only: Iterable[str], files=("results.json", "results.md")):
         self.out, self.benchmark, self.run_only = Path(out), benchmark, frozenset(run_only)
@@ -327,7 +328,8 @@ class Results:
             return []
         if read_sidecar(self.path) is None:  # written before results went through the output guard
             self._aside()
-            print(f"{self.path}: rows kept, the file moved to {self.path.name}.old", file=sys.stderr)
+            write_json(self.path, old, benchmark=self.benchmark)  # the same rows, now the guard's
+            print(f"{self.path}: rows kept; the file as it was is {self.path.name}.old", file=sys.stderr)
         return list(old.get("rows", []))
 
     def _aside(self) -> None:

@@ -156,6 +156,10 @@ def test_results_written_before_the_guard_keep_their_rows_and_move_aside(tmp_pat
     res = _results(tmp_path)
     assert res.load({"lr": 1, "seeds": [0]}) == rows
     assert (tmp_path / "results.json.old").exists() and (tmp_path / "results.md.old").exists()
+    # the rows are the guard's at once: a run stopped before its next row loses none of them
+    assert json.loads((tmp_path / "results.json").read_text())["rows"] == rows
+    assert json.loads((tmp_path / "results.json.meta.json").read_text())["finished"]
+    assert res.load({"lr": 1, "seeds": [0]}) == rows
     res.save({"lr": 1, "seeds": [0]}, rows, "new table\n")  # the guard writes them afresh
     assert (tmp_path / "results.md").read_text() == "new table\n"
 
