@@ -146,7 +146,6 @@ def run_stage(
     output_to_log: bool = False,
     append: bool = True,
     cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> Ran:
     """Run one stage (an mcoder command, or any command) in a subprocess and wait for it.
 
@@ -165,7 +164,6 @@ def run_stage(
             stderr=subprocess.STDOUT if output_to_log else f,
             text=True,
             cwd=cwd,
-            env=None if env is None else dict(env),
             check=False,
         )
     ran = Ran(done.returncode, time.perf_counter() - t0, done.stdout or "", log)
