@@ -60,7 +60,7 @@ else:  # python benchmarks/difficulty_predict.py: this folder is first on sys.pa
 
 LEARN = common.LEARN
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-mcoder, sh = common.mcoder, common.run_stage
+mcoder, sh = common.mcoder, common.run_stage  # the shared command builder and stage runner
 
 
 def predictor(out: Path, log: Path) -> Path:
