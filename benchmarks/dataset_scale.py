@@ -38,7 +38,6 @@ Before, it held every problem with its tests (and imported datasketch with scipy
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -49,8 +48,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+if __package__:  # python -m benchmarks.dataset_scale, or imported
+    from benchmarks import common
+else:  # python benchmarks/dataset_scale.py: this folder is first on sys.path
+    import common
+
+DATA = common.shared_data()
 SEED = 0
 SAMPLES = 8  # verdicts per problem
 CHANGE, LIGHT = 0.30, 0.02  # share of statement words changed: a distinct copy, a near-duplicate
@@ -248,7 +251,7 @@ def main() -> None:
         bench, verdicts, *sources = sys.argv[2:]
         print(json.dumps(stage_cpu(bench, verdicts, sources)))
         return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--sizes", default="2000,5000,20000", help="problem counts, comma-separated")
     ap.add_argument("--data", type=Path, default=DATA, help="the third-party sets (../shared/data)")
     ap.add_argument("--keep", type=Path, help="write the inputs and outputs here (default: a temp folder)")

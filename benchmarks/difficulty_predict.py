@@ -15,7 +15,8 @@ examples/learn and 7 s a real statement here). Asked to write its answer (``--sc
 about 12 s and a minute), SmolLM2-135M gave 0 readable answers of 72 in an earlier run.
 
 The "reasoning model" whose pass rates are the target is the warm-started tiny model of
-examples/learn (``warm_start.py`` as ``make demo`` runs it, or ``--reasoning-model DIR``).
+examples/learn (``python -m mcoder.warmstart``, the warm start ``make demo`` runs, or
+``--reasoning-model DIR``).
 
 Steps (each a real mcoder command; every output resumes when the script is rerun):
 
@@ -42,35 +43,24 @@ Prints the figures and writes OUT/results.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import re
 import statistics
-import subprocess
 import sys
 import time
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-LEARN = ROOT / "examples" / "learn"
-SHARED = Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+if __package__:  # python -m benchmarks.difficulty_predict, or imported
+    from benchmarks import common
+else:  # python benchmarks/difficulty_predict.py: this folder is first on sys.path
+    import common
+
+LEARN = common.LEARN
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def mcoder(*args) -> list[str]:
-    return [sys.executable, "-m", "mcoder", *map(str, args)]
-
-
-def sh(cmd: list[str], log: Path) -> str:
-    print("  $ " + " ".join(map(str, cmd)), file=sys.stderr, flush=True)
-    with open(log, "a") as err:
-        done = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=err, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"failed ({done.returncode}): {' '.join(map(str, cmd))}; see {log}")
-    return done.stdout
+mcoder, sh = common.mcoder, common.run_stage  # the shared command builder and stage runner
 
 
 def predictor(out: Path, log: Path) -> Path:
@@ -103,8 +93,8 @@ def warm_start(args, out: Path, log: Path) -> Path:
         return Path(args.reasoning_model)
     folder = out / "reasoning-model"
     if not (folder / "config.json").exists():
-        sh([sys.executable, LEARN / "warm_start.py", "--problems", LEARN / "train.jsonl", "--out", folder,
-            "--steps", 1500, "--lr", 4e-3, "--target-pass", 0.35, "--first-check", 200, "--seed", args.seed], log)  # fmt: skip
+        sh(common.warm_start_cmd(LEARN / "train.jsonl", folder, steps=1500, lr=4e-3, target_pass=0.35,
+                                 first_check=200, seed=args.seed), log)  # fmt: skip
     return folder
 
 
@@ -198,7 +188,7 @@ def label_agreement(problems: Path, scores: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--predictor", help="transformers chat model folder (default: SmolLM2-135M-Instruct)")
     ap.add_argument("--reasoning-model", help="warm-started model folder (default: made with warm_start.py)")
@@ -226,8 +216,9 @@ def main() -> None:
     ap.add_argument("--heldout-share", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        raise SystemExit(f"the real problem sets are not at {SHARED} (set MCODER_SHARED_DATA)")
+    shared = common.shared_data()
+    if not shared.is_dir():
+        raise SystemExit(f"the real problem sets are not at {shared} (set MCODER_SHARED_DATA)")
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # on a busy machine 2 threads are many times slower
     out = args.out.resolve()
     (out / "real").mkdir(parents=True, exist_ok=True)
@@ -242,7 +233,7 @@ def main() -> None:
     # 1. the real sets
     start = time.time()
     real = out / "real" / "problems.jsonl"
-    sh(mcoder("dataset", "build", *sorted(SHARED.glob("*.json*")), "--out", real, "-q"), log)
+    sh(mcoder("dataset", "build", *sorted(shared.glob("*.json*")), "--out", real, "-q"), log)
     lap("build", start)
     pred_model = Path(args.predictor) if args.predictor else predictor(out, log)
     reasoning = warm_start(args, out, log)
@@ -326,7 +317,7 @@ def main() -> None:
                   "features": ranking(learn, learn_dir / "feature-scores.jsonl", learn_dir / "features", args, log)},
         "seconds": seconds | {"total": round(time.time() - t0, 1)},
     }  # fmt: skip
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    common.write_json(out / "results.json", results, benchmark="difficulty_predict", indent=1, end="\n")
     show(results)
 
 

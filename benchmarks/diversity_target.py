@@ -17,19 +17,19 @@ halfway from "one program, renamed" to "G unrelated programs". Solutions come fr
 
 from __future__ import annotations
 
-import argparse
 import ast
 import gzip
 import json
 import random
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
 from mcoder.rollout.diversity import lexical_diversity
+
+if __package__:  # python -m benchmarks.diversity_target, or imported
+    from benchmarks import common
+else:  # python benchmarks/diversity_target.py: this folder is first on sys.path
+    import common
 
 
 def humaneval_solutions() -> list[str]:
@@ -43,7 +43,7 @@ def humaneval_solutions() -> list[str]:
 
 
 def leetcode_solutions() -> list[str]:
-    path = ROOT.parent / "shared" / "data" / "rllm_leetcode_test.json"
+    path = common.shared_data() / "rllm_leetcode_test.json"
     if not path.exists():
         return []
     return [row["solutions"] for row in json.loads(path.read_text()) if isinstance(row["solutions"], str)]
@@ -103,7 +103,7 @@ def quartiles(xs: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--g", type=int, default=8)
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)

@@ -19,12 +19,13 @@ every `mcoder train` call here (e.g. GPU_TRAIN_ARGS="--micro-batch-size 2").
 
     python benchmarks/gpu_bench.py --out gpu-check            # the full check (a GPU, ~6-8 min)
     python benchmarks/gpu_bench.py --out gpu-check --smoke    # tiny sizes on a CPU
+
+(``python -m benchmarks.gpu_bench`` is the same.)
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import random
@@ -36,8 +37,13 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PROBLEMS = ROOT / "examples" / "problems" / "stdin.jsonl"
+if __package__:  # python -m benchmarks.gpu_bench, or imported
+    from benchmarks import common
+else:  # python benchmarks/gpu_bench.py: this folder is first on sys.path
+    import common
+
+ROOT = common.ROOT
+PROBLEMS = common.PROBLEMS / "stdin.jsonl"
 PROMPT_TOKENS = 256  # the prompt part of each made-up update sample
 # bfloat16 dense tensor-core peaks (vendor datasheets, without sparsity), by device-name substring
 PEAK_TFLOPS = {"H200": 989.4, "H100": 989.4, "A100": 312.0, "L40S": 362.1, "A10G": 70.0, "L4": 121.0}
@@ -83,17 +89,13 @@ class GpuMemory:
             self._thread.join()
 
 
-def mcoder(*args) -> list[str]:
-    return [sys.executable, "-m", "mcoder", *map(str, args)]
+mcoder = common.mcoder
 
 
 def run(cmd: list[str], log: Path) -> tuple[int, float, str]:
-    """(exit code, wall seconds, the last of stderr) of one command; its output goes to ``log``."""
-    t0 = time.perf_counter()
-    with open(log, "w") as f:
-        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, check=False)
-    seconds = time.perf_counter() - t0
-    return done.returncode, seconds, log.read_text()[-3000:]
+    """(exit code, wall seconds, the last of its output) of one command; its output goes to ``log``."""
+    ran = common.run_stage(cmd, log, check=False, echo=False, output_to_log=True, append=False, cwd=ROOT)
+    return ran.returncode, ran.seconds, ran.tail()
 
 
 def _last_line(text: str, rc: int) -> str:
@@ -123,11 +125,7 @@ def device_info() -> tuple[str, float | None]:
 
 def build_model(out: Path, smoke: bool) -> tuple[Path, dict]:
     """The model, built where benchmarks/loop_speed.py looks for it (so it is built once)."""
-    from mcoder.testing import SHAPES, TinySpec, make_tiny_model
-
-    spec = TinySpec() if smoke else dataclasses.replace(SHAPES["qwen3-1.7b"], layers=28)
-    name = "tiny" if smoke else "qwen3-1.7b-28"
-    path = make_tiny_model(out / "models" / name, spec)
+    path = common.tiny_model(out / "models", "tiny" if smoke else "qwen3-1.7b:28")
     config = json.loads((path / "config.json").read_text())
     return path, config
 
@@ -343,7 +341,7 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.parser(__doc__)
     p.add_argument("--out", type=Path, default=Path("gpu-check"))
     p.add_argument("--smoke", action="store_true", help="the tiny model and tiny sizes (a CPU, CI)")
     p.add_argument("--sample-tokens", type=int, default=1024)
@@ -377,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(**part) -> None:  # after each stage: a run cut short keeps what it measured
         record.update(part)
-        (a.out / "gpu_bench.json").write_text(json.dumps(record, indent=2))
+        common.write_json(a.out / "gpu_bench.json", record, benchmark="gpu_bench")
 
     sample = sample_stage(model, a, a.out)
     save(sample=sample)

@@ -14,7 +14,6 @@ good as the table: it is weighted towards traps, not towards how often each case
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 from collections import defaultdict
@@ -22,8 +21,12 @@ from pathlib import Path
 
 from mcoder.judge.compare import compare_output, compare_value
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CASES = ROOT / "tests" / "data" / "compare_cases.jsonl"
+if __package__:  # python -m benchmarks.judge_accuracy, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_accuracy.py: this folder is first on sys.path
+    import common
+
+DEFAULT_CASES = common.ROOT / "tests" / "data" / "compare_cases.jsonl"  # a data file, not test code
 MODES = ("microcoder", "strict")
 
 
@@ -109,7 +112,7 @@ def print_listing(cases: list[dict], results: dict[str, list[str | None]]) -> No
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="labelled cases (JSONL)")
     parser.add_argument("--list", action="store_true", help="also list each case where the modes disagree")
     args = parser.parse_args()

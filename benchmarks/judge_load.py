@@ -16,7 +16,6 @@ Usage: ``python benchmarks/judge_load.py [--load 3] [--workers 2] [--timeout 2] 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gzip
 import json
@@ -25,20 +24,17 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test, from_dict, to_dict
 
+if __package__:  # python -m benchmarks.judge_load, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_load.py: this folder is first on sys.path
+    import common
+
 TIMING = {"elapsed_s", "cached"}
-
-
-def shared_data() -> Path:
-    return Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def real_programs(limit: int) -> list[tuple[Problem, str]]:
@@ -47,12 +43,12 @@ def real_programs(limit: int) -> list[tuple[Problem, str]]:
     from mcoder.dataset.sources import RowRef
 
     for name in ("stdin", "call"):
-        path = ROOT / "examples" / "problems" / f"{name}.jsonl"
+        path = common.PROBLEMS / f"{name}.jsonl"
         if path.exists():
             for line in list(path.open())[:limit]:
                 p = from_dict(Problem, json.loads(line))
                 out += [(p, p.reference_solutions[0])] if p.reference_solutions and p.tests else []
-    lc = shared_data() / "rllm_leetcode_test.json"
+    lc = common.shared_data() / "rllm_leetcode_test.json"
     if lc.exists():
         for i, row in enumerate(json.loads(lc.read_text())[:limit]):
             p = leetcode.ADAPTER.convert(row, RowRef(str(lc), "lc", i))
@@ -112,7 +108,7 @@ def burn() -> subprocess.Popen:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--load", type=float, default=3.0, help="spinning processes per core")
     ap.add_argument("--burners", type=int, default=None, help="spinning processes (default: load x cores)")
     ap.add_argument("--workers", type=int, default=2)

@@ -36,7 +36,6 @@ request waited ~40 ms for a delayed ACK (/health 44 ms, /run_code 64 ms median).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import select
@@ -46,7 +45,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 
@@ -55,7 +53,12 @@ from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test, from_dict, to_dict
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems" / "stdin.jsonl"
+if __package__:  # python -m benchmarks.judge_serve, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_serve.py: this folder is first on sys.path
+    import common
+
+EXAMPLES = common.PROBLEMS / "stdin.jsonl"
 
 
 def workload(n_problems: int, group: int, salt: str) -> list[tuple[Problem, list[str]]]:
@@ -163,7 +166,7 @@ def run_code(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--problems", type=int, default=16)

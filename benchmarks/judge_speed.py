@@ -24,7 +24,6 @@ Usage: ``python benchmarks/judge_speed.py [--workers 1,2] [--limit N] [--sets a,
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gzip
 import io
@@ -39,9 +38,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.harness import LEETCODE_PRELUDE
 from mcoder.records import Problem, Rollout, from_dict
@@ -51,23 +47,24 @@ try:
 except ImportError:  # a judge from before core.py was named so, for a before/after run
     from mcoder.judge.run import Judge
 
-
-def shared_data() -> Path:
-    return Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+if __package__:  # python -m benchmarks.judge_speed, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_speed.py: this folder is first on sys.path
+    import common
 
 
 def load_sets(limit: int) -> dict[str, list[Problem]]:
     sets: dict[str, list[Problem]] = {}
-    stdin = ROOT / "examples" / "problems" / "stdin.jsonl"
+    stdin = common.PROBLEMS / "stdin.jsonl"
     if stdin.exists():
         sets["examples-stdin"] = [from_dict(Problem, json.loads(line)) for line in stdin.open()][:limit]
-    call = ROOT / "examples" / "problems" / "call.jsonl"
+    call = common.PROBLEMS / "call.jsonl"
     if call.exists():
         sets["examples-call"] = [from_dict(Problem, json.loads(line)) for line in call.open()][:limit]
     from mcoder.dataset.adapters import humaneval, leetcode
     from mcoder.dataset.sources import RowRef
 
-    lc = shared_data() / "rllm_leetcode_test.json"
+    lc = common.shared_data() / "rllm_leetcode_test.json"
     if lc.exists():
         rows = json.loads(lc.read_text())[:limit]
         sets["leetcode-call"] = [
@@ -238,7 +235,7 @@ def _judge(problems: list[Problem], workers: int) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--limit", type=int, default=200, help="problems per set")
     ap.add_argument("--sets", default="", help="comma-separated set names (default: all)")

@@ -23,7 +23,6 @@ Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--workers 2] [--timeout 2
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
@@ -35,12 +34,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, from_dict
+
+if __package__:  # python -m benchmarks.judge_vs_lcb, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_vs_lcb.py: this folder is first on sys.path
+    import common
 
 SLOW_PREFIX = "import time as _t\n_end = _t.process_time() + 0.3\nwhile _t.process_time() < _end:\n    pass\n"
 CALL_WRAP = "\n_mc_orig = {fn}\n\n\ndef {fn}(*args, **kw):\n{body}\n"
@@ -71,7 +72,7 @@ def records(limit: int, variants: list[str]) -> list[tuple[Problem, str, str]]:
     """(problem, variant name, code) for the first ``limit`` problems of each example set."""
     out = []
     for kind in ("stdin", "call"):
-        path = ROOT / "examples" / "problems" / f"{kind}.jsonl"
+        path = common.PROBLEMS / f"{kind}.jsonl"
         for line in path.read_text().splitlines()[:limit]:
             p = from_dict(Problem, json.loads(line))
             if p.reference_solutions and p.tests:
@@ -105,9 +106,8 @@ def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], l
 
 LCB_RUNNER = """\
 import json, sys, time
-sys.path.insert(0, sys.argv[1])
 from lcb_runner.evaluation.compute_code_generation_metrics import codegen_metrics
-data = json.load(open(sys.argv[2]))
+data = json.load(open(sys.argv[1]))
 t0 = time.perf_counter()
 metrics, results, _ = codegen_metrics(
     data["samples"], data["generations"], k_list=[1], num_process_evaluate=data["workers"], timeout=data["timeout"]
@@ -135,9 +135,12 @@ def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(data, f)
     try:
+        # lcb_runner is imported from the --lcb folder, put on the child's PYTHONPATH
+        path = os.pathsep.join(x for x in (str(lcb), os.environ.get("PYTHONPATH", "")) if x)
         r = subprocess.run(
-            [sys.executable, "-c", LCB_RUNNER, str(lcb), f.name], capture_output=True, text=True, check=False
-        )
+            [sys.executable, "-c", LCB_RUNNER, f.name], capture_output=True, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": path},
+        )  # fmt: skip
     finally:
         os.unlink(f.name)
     if r.returncode != 0:
@@ -186,7 +189,7 @@ def floor_s(recs, ran: list[int], workers: int, timeout: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--lcb", type=Path, required=True, help="a copy of LiveCodeBench's repository")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")

@@ -4,7 +4,8 @@
     python benchmarks/learning_proof.py --out learn-run --seeds 0 --steps 10 # a quicker look
     python benchmarks/learning_proof.py --out learn-run --smoke              # seconds-sized plumbing check
 
-For each seed: examples/learn/warm_start.py builds a tiny model and gives it a short supervised
+(``python -m benchmarks.learning_proof`` is the same.) For each seed: the warm start
+(``python -m mcoder.warmstart``, the one ``make demo`` runs) builds a tiny model and gives it a short supervised
 pass on the train problems of examples/learn/, stopped once its gate reads --warm-target: the
 mean probability that it writes the reference programs of 48 train problems the pass leaves out
 (the same 48 for every seed; near the target the pass slows down and the gate reads every step),
@@ -25,148 +26,34 @@ training-dynamics figures of all runs on the same axes (OUT/plots/).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-LEARN = ROOT / "examples" / "learn"
+if __package__:  # python -m benchmarks.learning_proof, or imported
+    from benchmarks import common
+else:  # python benchmarks/learning_proof.py: this folder is first on sys.path
+    import common
+
+LEARN = common.LEARN
 ALGOS = ("microcoder-grpo", "grpo")
 _SAVE = threading.Lock()  # seeds run in threads (each waits on its subprocesses); one writer at a time
 
 
-def mcoder() -> list[str]:
-    """The mcoder beside this Python (the venv's), or $MCODER."""
-    if os.environ.get("MCODER"):
-        return [os.environ["MCODER"]]
-    return [sys.executable, "-m", "mcoder"]
-
-
-def sh(cmd: list[str], log: Path) -> str:
-    """Run one stage; its stderr goes to the log (the bench tables land there too), stdout is returned."""
-    print("  $ " + " ".join(map(str, cmd)), file=sys.stderr, flush=True)
-    with open(log, "a") as err:
-        done = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=err, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"failed ({done.returncode}): {' '.join(map(str, cmd))}; see {log}")
-    return done.stdout
-
-
-def evaluate(model: Path, out: Path, args, seed: int, log: Path, baseline: Path | None = None) -> float:
-    """Held-out pass@1 of `model` (in [0, 1]); writes rollouts, verdicts and the bench tables under out."""
-    out.mkdir(parents=True, exist_ok=True)
-    heldout = args.heldout
-    sh(
-        mcoder()
-        + [
-            "rollout",
-            "-p",
-            heldout,
-            "-m",
-            model,
-            "-o",
-            out / "rollouts.jsonl",
-            "--n",
-            args.eval_n,
-            "--max-tokens",
-            args.max_tokens,
-            "-t",
-            args.eval_temperature,
-            "--seed",
-            1000 + seed,
-            "--overwrite",
-            "-q",
-        ],
-        log,
-    )
-    sh(
-        mcoder()
-        + [
-            "judge",
-            "-p",
-            heldout,
-            "-r",
-            out / "rollouts.jsonl",
-            "-o",
-            out / "verdicts.jsonl",
-            "--overwrite",
-            "-q",
-        ],
-        log,
-    )
-    bench = mcoder() + [
-        "bench",
-        "-p",
-        heldout,
-        "--verdicts",
-        out / "verdicts.jsonl",
-        "--markdown",
-        out / "bench.md",
-        "--json",
-        out / "bench.json",
-        "-q",
-    ]
-    if baseline is not None:
-        bench += ["--baseline", baseline]
-    sh(bench, log)
-    return pass_at_1(out / "verdicts.jsonl")
-
-
-def pass_at_1(verdicts: Path) -> float:
-    """Mean over problems of the share of accepted samples (the unbiased pass@1)."""
-    per: dict[str, list[bool]] = {}
-    for line in verdicts.read_text().splitlines():
-        v = json.loads(line)
-        per.setdefault(v["problem_id"], []).append(bool(v["passed"]))
-    return statistics.fmean(sum(p) / len(p) for p in per.values()) if per else 0.0
-
-
 def train(algo: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
-    cmd = mcoder() + [
-        "train",
-        "--loop",
-        "--model",
-        warm,
-        "--problems",
-        args.train,
-        "--run-dir",
-        run,
-        "--algo",
-        algo,
-        "--steps",
-        args.steps,
-        "--n",
-        args.n,
-        "--train-batch-size",
-        args.batch,
-        "--mini-batch-size",
-        args.mini_batch,
-        "--micro-batch-size",
-        args.micro_batch,
-        "--max-tokens",
-        args.max_tokens,
-        "--lr",
-        args.lr,
-        "--seed",
-        seed,
-        "--save-every",
-        args.steps,
-        "-q",
-    ]
+    cmd = common.loop_command(warm, run, args, seed, algo)
     if args.temperature != "preset":
         cmd += ["--temperature", args.temperature]
     if args.pass_guard is not None:
         cmd += ["--pass-guard", args.pass_guard]
     if args.temperature_rule is not None:
         cmd += ["--temperature-rule", args.temperature_rule]
-    sh(cmd, log)
+    common.run_stage(cmd, log)
     return run / "checkpoint"
 
 
@@ -176,34 +63,13 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
     log = root / "log.txt"
     t0 = time.perf_counter()
     warm = root / "warm"
-    if not (warm / "config.json").exists():
-        sh(
-            [
-                sys.executable,
-                LEARN / "warm_start.py",
-                "--problems",
-                args.train,
-                "--out",
-                warm,
-                "--steps",
-                args.sft_steps,
-                "--seed",
-                seed,
-                "--layers",
-                args.layers,
-                "--target-pass",
-                args.warm_target,
-                "--max-tokens",
-                args.max_tokens,
-            ],
-            log,
-        )
+    common.warm_start(args, warm, seed, log)
     warm_min = (time.perf_counter() - t0) / 60
     done = root / "eval-warm" / "bench.json"  # written last: its presence means a whole evaluation
     if done.exists():
-        before = pass_at_1(root / "eval-warm" / "verdicts.jsonl")
+        before = common.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
     else:
-        before = evaluate(warm, root / "eval-warm", args, seed, log)
+        before = common.heldout(warm, root / "eval-warm", args, seed, log)
     print(
         f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}% ({warm_min:.1f} min)", file=sys.stderr
     )
@@ -217,7 +83,7 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
             shutil.rmtree(run)  # a fresh run each time: the loop would resume an old one
         ckpt = train(algo, warm, run, args, seed, log)
         train_min = (time.perf_counter() - t1) / 60
-        after = evaluate(
+        after = common.heldout(
             ckpt, root / f"eval-{algo}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
         )
         row = {
@@ -263,9 +129,16 @@ def table_order(args, row: dict) -> tuple:
     return (args.algos.index(row["algo"]) if row["algo"] in args.algos else len(args.algos), row["seed"])
 
 
+# Settings that choose what to run, not how: a rerun may change them and keep earlier rows.
+RUN_ONLY = {"seeds", "algos", "jobs", "out"}
+
+
+def results(args) -> common.Results:
+    return common.Results(args.out, "learning_proof", RUN_ONLY)
+
+
 def save(args, rows: list[dict]) -> None:
     rows = sorted(rows, key=lambda r: table_order(args, r))
-    (args.out / "results.json").write_text(json.dumps({"config": config_dict(args), "rows": rows}, indent=2))
     md = [
         "| algo | seed | warm pass@1 % | final pass@1 % | delta | train minutes |",
         "|---|---|---|---|---|---|",
@@ -275,75 +148,36 @@ def save(args, rows: list[dict]) -> None:
         f"{r['delta']:+.1f} | {r['minutes']:.1f} |"
         for r in rows
     ]
-    (args.out / "results.md").write_text("\n".join(md + [""] + summary_lines(rows)) + "\n")
+    results(args).save(common.config_dict(args), rows, "\n".join(md + [""] + summary_lines(rows)) + "\n")
 
 
-def load_rows(args, run_only: frozenset[str] | set[str] | None = None) -> list[dict]:
+def load_rows(args) -> list[dict]:
     """Rows of an earlier, interrupted run into the same --out with the same settings: a rerun
-    measures only what is missing. Different settings start over (the old results are kept aside).
-    ``run_only``: the settings a rerun may change (default RUN_ONLY)."""
-    run_only = RUN_ONLY if run_only is None else run_only
-    path = args.out / "results.json"
-    if not path.exists():
-        return []
-    old = json.loads(path.read_text())
-    new = {k: v for k, v in config_dict(args).items() if k not in run_only}
-    # a setting the old run did not have yet reads as unset (None), so adding an option to this
-    # script does not discard the rows of every earlier run
-    if {k: old.get("config", {}).get(k) for k in new} != new:
-        path.rename(path.with_suffix(".json.old"))
-        print(f"{path}: other settings, moved to {path.name}.old; starting over", file=sys.stderr)
-        return []
-    return list(old.get("rows", []))
-
-
-# Settings that choose what to run, not how: a rerun may change them and keep earlier rows.
-RUN_ONLY = {"seeds", "algos", "jobs", "out"}
-
-
-def config_dict(args) -> dict:
-    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    measures only what is missing (``common.Results``)."""
+    return results(args).load(common.config_dict(args))
 
 
 def plots(args) -> None:
     runs = sorted(args.out.glob("seed*/run-*/"))  # the run folders, not their RUN.meta.json beside them
-    if runs:
-        cmd = mcoder() + ["bench", "--plots", "--out-dir", args.out / "plots", "-q"]
-        for r in runs:
-            cmd += ["--run-dir", r]
-        sh(cmd, args.out / "plots.log")
+    common.plots(runs, args.out / "plots", args.out / "plots.log")
+
+
+SMOKE = {"sft_steps": 2, "steps": 1, "n": 2, "batch": 2, "mini_batch": 2, "eval_n": 1, "warm_target": 0.0,
+         "max_tokens": 16}  # fmt: skip
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path("learn-run"), help="folder for everything written")
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    p = common.measurement_parser(
+        __doc__, out=Path("learn-run"), train=LEARN / "train.jsonl", heldout=LEARN / "heldout.jsonl",
+        warm_target=0.35, steps=150, max_tokens=64, eval_n=8,
+    )  # fmt: skip
     p.add_argument("--algos", default=",".join(ALGOS), help="comma-separated presets")
-    p.add_argument("--train", type=Path, default=LEARN / "train.jsonl")
-    p.add_argument("--heldout", type=Path, default=LEARN / "heldout.jsonl")
-    p.add_argument("--layers", type=int, default=2, help="tiny model layers")
-    p.add_argument("--sft-steps", type=int, default=1500, help="warm-start optimizer steps (the most)")
-    p.add_argument(
-        "--warm-target",
-        type=float,
-        default=0.35,
-        help="the warm start stops once its gate (the mean probability of the reference programs of 48 "
-        "train problems it was not trained on) reads this (0: all --sft-steps on every train problem)",
-    )
-    p.add_argument("--steps", type=int, default=150, help="RL loop steps")
-    p.add_argument("--n", type=int, default=8, help="G, samples per problem in training")
-    p.add_argument("--batch", type=int, default=16, help="problems per RL step")
-    p.add_argument("--mini-batch", type=int, default=4, help="prompt groups per optimizer step")
-    p.add_argument("--micro-batch", type=int, default=16, help="sequences per forward/backward")
-    p.add_argument("--lr", type=float, default=3e-4, help="RL learning rate (full fine-tuning)")
-    p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument(
         "--temperature",
         default="1.0",
         help="sampling temperature of both algorithms ('preset' keeps each preset's own; "
         "MicroCoder-GRPO's is 'auto')",
     )
-    p.add_argument("--eval-n", type=int, default=8, help="held-out samples per problem")
     p.add_argument(
         "--pass-guard",
         type=float,
@@ -354,41 +188,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("knee", "rise", "spread"),
         help="with --temperature auto: how the loop chooses T (default: the loop's own)",
     )
-    p.add_argument("--eval-temperature", type=float, default=1.0)
-    p.add_argument("--jobs", type=int, default=1, help="seeds run side by side (2 on a 2-core CPU)")
-    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing, proves nothing")
     args = p.parse_args(argv)
-    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.seeds = common.seeds(args.seeds)
     args.algos = args.algos.split(",")
-    if args.smoke:
-        args.sft_steps, args.steps, args.n, args.batch, args.mini_batch, args.eval_n = 2, 1, 2, 2, 2, 1
-        args.warm_target = 0.0
-        args.max_tokens = 16
-    return args
-
-
-def one_writer(out: Path, run) -> int:
-    """``run()`` while holding OUT's lock (``OUT.lock``, as every mcoder stage): a second run into
-    the same folder would delete the first one's run folders under it. It exits 2 at once instead."""
-    from mcoder.errors import UsageError
-    from mcoder.outputs import hold_lock
-
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = hold_lock(out)
-        lock.__enter__()
-    except UsageError as e:
-        print(f"{e}", file=sys.stderr)
-        return 2
-    try:
-        return run()
-    finally:
-        lock.__exit__(None, None, None)
+    return common.smoke_sizes(args, SMOKE)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    return one_writer(args.out, lambda: measure(args))
+    return common.one_writer(args.out, lambda: measure(args))
 
 
 def measure(args) -> int:

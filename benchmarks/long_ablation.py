@@ -4,10 +4,12 @@
     python benchmarks/long_ablation.py --out long-run --arms auto,T1.0    # some arms
     python benchmarks/long_ablation.py --out long-run --smoke             # plumbing only
 
+(``python -m benchmarks.long_ablation`` is the same.)
+
 The problems are examples/long/ (2 to 4 expressions of two integers, one per line: answers of 34
 to 66 tokens against an L_max of 56, which 52 of the 240 train references and 20 of the 100
 held-out ones exceed), so a share of the samples is cut off by the limit before the program
-finishes: outputs that are incomplete, not wrong, which is what truncation masking is about. For each seed, examples/learn/warm_start.py gives a tiny model a gated supervised
+finishes: outputs that are incomplete, not wrong, which is what truncation masking is about. For each seed, the warm start (``python -m mcoder.warmstart``) gives a tiny model a gated supervised
 pass on the train part; then every arm trains from that same warm start with
 `mcoder train --loop --algo microcoder-grpo`, changing one setting:
 
@@ -39,11 +41,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import learning_proof as proof  # the held-out evaluation and the stage runner
+if __package__:  # python -m benchmarks.long_ablation, or imported
+    from benchmarks import common
+else:  # python benchmarks/long_ablation.py: this folder is first on sys.path
+    import common
 
-ROOT = Path(__file__).resolve().parents[1]
-LONG = ROOT / "examples" / "long"
+LONG = common.LONG
 
 COND = ["--truncation", "conditional", "--mask-rho", "0.1"]
 ARMS: dict[str, list[str]] = {
@@ -74,12 +77,7 @@ _SAVE = threading.Lock()
 
 
 def train(arm: str, warm: Path, run: Path, args, seed: int, log: Path) -> Path:
-    cmd = proof.mcoder() + ["train", "--loop", "--model", warm, "--problems", args.train]
-    cmd += ["--run-dir", run, "--algo", "microcoder-grpo", "--steps", args.steps, "--n", args.n]
-    cmd += ["--train-batch-size", args.batch, "--mini-batch-size", args.mini_batch]
-    cmd += ["--micro-batch-size", args.micro_batch, "--max-tokens", args.max_tokens, "--lr", args.lr]
-    cmd += ["--seed", seed, "--save-every", args.steps, "-q"] + ARMS[arm]
-    proof.sh(cmd, log)
+    common.run_stage(common.loop_command(warm, run, args, seed, "microcoder-grpo") + ARMS[arm], log)
     return run / "checkpoint"
 
 
@@ -116,19 +114,15 @@ def warm_start(seed: int, args) -> float:
     root = args.out / f"seed{seed}"
     root.mkdir(parents=True, exist_ok=True)
     log = root / "log.txt"
-    warm = root / "warm"
-    if not (warm / "config.json").exists():
-        cmd = [sys.executable, ROOT / "examples" / "learn" / "warm_start.py", "--problems", args.train]
-        cmd += ["--out", warm, "--steps", args.sft_steps, "--seed", seed, "--layers", args.layers]
-        cmd += ["--target-pass", args.warm_target, "--max-tokens", args.max_tokens]
-        # The gate this family's table was measured with (the learning proof's default is now the
-        # likelihood gate, whose P(reference) of ~50-token programs is far below a pass rate).
-        cmd += ["--gate", "sampled", "--check-problems", 16, "--check-every", 25, "--fine-every", 10]
-        proof.sh(cmd, log)
+    # The gate this family's table was measured with (the learning proof's default is now the
+    # likelihood gate, whose P(reference) of ~50-token programs is far below a pass rate).
+    warm = common.warm_start(
+        args, root / "warm", seed, log, gate="sampled", check_problems=16, check_every=25, fine_every=10
+    )
     if (root / "eval-warm" / "bench.json").exists():
-        before = proof.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
+        before = common.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
     else:
-        before = proof.evaluate(warm, root / "eval-warm", args, seed, log)
+        before = common.heldout(warm, root / "eval-warm", args, seed, log)
     print(f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}%", file=sys.stderr, flush=True)
     return before
 
@@ -141,7 +135,7 @@ def one_run(seed: int, arm: str, before: float, args, rows: list[dict]) -> None:
     shutil.rmtree(run, ignore_errors=True)  # a fresh run: the loop would resume an old one
     ckpt = train(arm, root / "warm", run, args, seed, log)
     minutes = (time.perf_counter() - t0) / 60
-    after = proof.evaluate(
+    after = common.heldout(
         ckpt, root / f"eval-{arm}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
     )
     row = {"arm": arm, "seed": seed, "warm_pass1": 100 * before, "final_pass1": 100 * after}
@@ -191,9 +185,6 @@ def save(args, rows: list[dict]) -> None:
     order = {arm: i for i, arm in enumerate(ARMS)}
     rows.sort(key=lambda r: (order.get(r["arm"], 99), r["seed"]))
     summaries = [arm_summary(rows, a) for a in ARMS if any(r["arm"] == a for r in rows)]
-    (args.out / "results.json").write_text(
-        json.dumps({"config": proof.config_dict(args), "rows": rows, "arms": summaries}, indent=2)
-    )
     md = []
     for series, arms in SERIES.items():
         if not any(s["arm"] in arms for s in summaries):
@@ -227,50 +218,36 @@ def save(args, rows: list[dict]) -> None:
             + " | ".join(cells)
             + f" | {r['minutes']:.1f} |"
         )
-    (args.out / "results.md").write_text("\n".join(md) + "\n")
+    results(args).save(common.config_dict(args), rows, "\n".join(md) + "\n", arms=summaries)
+
+
+def results(args) -> common.Results:
+    return common.Results(args.out, "long_ablation", RUN_ONLY)
 
 
 def plots(args) -> None:
     for series, arms in SERIES.items():
         runs = [r for arm in arms for r in sorted(args.out.glob(f"seed*/run-{arm}-s*/"))]  # folders: not RUN.meta.json
-        if runs:
-            cmd = proof.mcoder() + ["bench", "--plots", "--out-dir", args.out / f"plots-{series}", "-q"]
-            for r in runs:
-                cmd += ["--run-dir", r]
-            proof.sh(cmd, args.out / "plots.log")
+        common.plots(runs, args.out / f"plots-{series}", args.out / "plots.log")
+
+
+SMOKE = {"sft_steps": 2, "steps": 2, "n": 2, "batch": 2, "mini_batch": 2, "eval_n": 1, "warm_target": 0.0,
+         "max_tokens": 16}  # fmt: skip
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path("long-run"))
-    p.add_argument("--seeds", default="0,1,2")
+    p = common.measurement_parser(
+        __doc__, out=Path("long-run"), train=LONG / "train.jsonl", heldout=LONG / "heldout.jsonl",
+        warm_target=0.3, steps=40, max_tokens=56, eval_n=4,
+    )  # fmt: skip
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
-    p.add_argument("--train", type=Path, default=LONG / "train.jsonl")
-    p.add_argument("--heldout", type=Path, default=LONG / "heldout.jsonl")
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--sft-steps", type=int, default=1500)
-    p.add_argument("--warm-target", type=float, default=0.3)
-    p.add_argument("--steps", type=int, default=40, help="RL loop steps per run")
-    p.add_argument("--n", type=int, default=8)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--mini-batch", type=int, default=4)
-    p.add_argument("--micro-batch", type=int, default=16)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--max-tokens", type=int, default=56, help="L_max of training, the gate and evaluation")
-    p.add_argument("--eval-n", type=int, default=4)
-    p.add_argument("--eval-temperature", type=float, default=1.0)
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing, proves nothing")
     args = p.parse_args(argv)
-    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.seeds = common.seeds(args.seeds)
     args.arms = args.arms.split(",")
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arm(s) {', '.join(unknown)}: use {', '.join(ARMS)}")
-    if args.smoke:
-        args.sft_steps, args.steps, args.n, args.batch, args.mini_batch, args.eval_n = 2, 2, 2, 2, 2, 1
-        args.warm_target, args.max_tokens = 0.0, 16
-    return args
+    return common.smoke_sizes(args, SMOKE)
 
 
 # Settings that choose what to run, not how: a rerun may change them and keep earlier rows.
@@ -279,13 +256,13 @@ RUN_ONLY = {"seeds", "arms", "jobs", "out"}
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    return proof.one_writer(args.out, lambda: measure(args))
+    return common.one_writer(args.out, lambda: measure(args))
 
 
 def measure(args) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = proof.load_rows(args, RUN_ONLY)
+    rows = results(args).load(common.config_dict(args))
     t0 = time.perf_counter()
     # Warm starts first (one per seed), then every (seed, arm) run: --jobs of them side by side.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

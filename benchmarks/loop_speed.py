@@ -22,6 +22,8 @@ Models: ``--shape`` (mcoder.testing: a real Qwen3 architecture with random weigh
         (a case ending in -off1, e.g. vllm-full-off1, runs the loop with --off-policy 1)
     .venv-vllm/bin/python benchmarks/loop_speed.py --smoke      # the tiny model, 2 steps (CI)
 
+(``python -m benchmarks.loop_speed`` is the same.)
+
 ``--sample-tokens L`` adds vLLM's sampling speed alone at L tokens (benchmarks/gpu_check.sh).
 
 The vLLM engine starts worker processes (LoRA cases), hence the ``__main__`` guard.
@@ -30,7 +32,6 @@ The vLLM engine starts worker processes (LoRA cases), hence the ``__main__`` gua
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import resource
 import statistics
@@ -40,19 +41,19 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PROBLEMS = ROOT / "examples" / "problems" / "stdin.jsonl"
+if __package__:  # python -m benchmarks.loop_speed, or imported
+    from benchmarks import common
+else:  # python benchmarks/loop_speed.py: this folder is first on sys.path
+    import common
+
+ROOT = common.ROOT
+PROBLEMS = common.PROBLEMS / "stdin.jsonl"
 PHASES = ("time/rollout", "time/judge", "time/judge_hidden", "time/update", "time/sync", "time/step")
 
 
 def build_model(spec: str, root: Path) -> Path:
     """``tiny`` or ``SHAPE[:LAYERS]`` (mcoder.testing), built once under ``root``."""
-    from mcoder.testing import SHAPES, TinySpec, make_tiny_model
-
-    name, _, layers = spec.partition(":")
-    base = TinySpec() if name == "tiny" else SHAPES[name]
-    cut = dataclasses.replace(base, layers=int(layers) if layers else base.layers)
-    return make_tiny_model(root / spec.replace(":", "-"), cut)
+    return common.tiny_model(root, spec)
 
 
 def _dtype() -> str:
@@ -103,10 +104,10 @@ def loop_case(model: Path, engine: str, lora: bool, a, off_policy: int = 0) -> d
 
 def sync_case(model: Path, a) -> dict:
     import torch
-    from tests.rollout_models import forward_logprobs, problems
 
     from mcoder.loop.samplers import policy_weights, vllm_engine
     from mcoder.rollout.sample import make_rollouts
+    from mcoder.testing import forward_logprobs, problems
     from mcoder.train.config import resolve
     from mcoder.train.trainer import Trainer
 
@@ -137,11 +138,10 @@ def sync_case(model: Path, a) -> dict:
 def sample_case(model: Path, a) -> dict:
     """vLLM's sampling speed alone: --sample-prompts prompts x G=--n, up to --sample-tokens each
     (a random model almost never ends early)."""
-    from tests.rollout_models import problems
-
     from mcoder.loop.samplers import vllm_engine
     from mcoder.models import load_tokenizer
     from mcoder.rollout.sample import make_rollouts
+    from mcoder.testing import problems
     from mcoder.train.config import resolve
 
     cfg = resolve("microcoder-grpo", {"seed": 1, "dtype": _dtype()})
@@ -220,7 +220,7 @@ def sync_table(models: list[tuple[str, Path]], a) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.parser(__doc__)
     p.add_argument(
         "--shape", default="qwen3-0.6b", help="model for the loop table (mcoder.testing shape, or tiny)"
     )
@@ -283,5 +283,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # tests.rollout_models, for the reference forward pass
     sys.exit(main())

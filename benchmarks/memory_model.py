@@ -29,7 +29,6 @@ allocator fragmentation (a few GB), attention workspace beyond flash attention's
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import weakref
 from dataclasses import dataclass
@@ -37,6 +36,11 @@ from pathlib import Path
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+if __package__:  # python -m benchmarks.memory_model, or imported
+    from benchmarks import common
+else:  # python benchmarks/memory_model.py: this folder is first on sys.path
+    import common
 
 GB = 1e9
 GPU_ONE, GPU_MANY, N_GPUS = 141e9, 80e9, 8
@@ -207,7 +211,7 @@ def update_bytes(t: Target, m: dict, tokens: int, chunk: int, shards: int = 1) -
 def main() -> None:
     from mcoder.loop.samplers import VLLM_GPU_MEMORY
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--tokens", type=int, nargs=2, default=[512, 1024], help="two micro-batch lengths measured")
     ap.add_argument("--chunks", type=int, nargs=2, default=[64, 128], help="two log-prob chunks measured")
     ap.add_argument("--layers", type=int, default=4)

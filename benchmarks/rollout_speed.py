@@ -25,7 +25,6 @@ The vLLM engine starts worker processes, hence the ``__main__`` guard.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import statistics
 import sys
@@ -33,14 +32,17 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+if __package__:  # python -m benchmarks.rollout_speed, or imported
+    from benchmarks import common
+else:  # python benchmarks/rollout_speed.py: this folder is first on sys.path
+    import common
 
 
 def load_problems(count: int):
     from mcoder.jsonl import read_records
     from mcoder.records import Problem
 
-    base = [p for f in sorted((ROOT / "examples" / "problems").glob("*.jsonl")) for p in read_records(f, Problem)]
+    base = [p for f in sorted(common.PROBLEMS.glob("*.jsonl")) for p in read_records(f, Problem)]
     if not base:
         sys.exit("no example problems under examples/problems")
     out = []
@@ -143,7 +145,7 @@ def report(name: str, m: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--problems", type=int, default=8)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=64)

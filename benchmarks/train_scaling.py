@@ -19,7 +19,6 @@ tokens/s(2 processes) / (2 x tokens/s(1 process)).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -29,6 +28,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+if __package__:  # python -m benchmarks.train_scaling, or imported
+    from benchmarks import common
+else:  # python benchmarks/train_scaling.py: this folder is first on sys.path
+    import common
 
 SETTINGS = {"1 proc x 1 thread": (1, 1), "2 procs x 1 thread": (2, 1), "1 proc x 2 threads": (1, 2)}
 
@@ -78,7 +82,7 @@ def run_once(d: Path, model: Path, nproc: int, threads: int, mini: int) -> tuple
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = common.parser(__doc__, whole_doc=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--group", type=int, default=8)

@@ -26,7 +26,6 @@ RSS (and its rise over the RSS just before the first step). Several repeats give
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -36,6 +35,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+if __package__:  # python -m benchmarks.train_speed, or imported
+    from benchmarks import common
+else:  # python benchmarks/train_speed.py: this folder is first on sys.path
+    import common
 
 
 def rss_mb() -> float:
@@ -204,7 +208,7 @@ def child(a) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--group", type=int, default=4)

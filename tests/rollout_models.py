@@ -1,5 +1,6 @@
-"""Helpers for the rollout tests: small problems, a reference forward pass, and real variants of
-the tiny model (EOS-prone, peaky, LoRA-adapted) built in memory or saved to temp folders."""
+"""Helpers for the rollout tests: small problems and a reference forward pass (from mcoder.testing,
+where the benchmarks take them too), and real variants of the tiny model (EOS-prone, peaky,
+LoRA-adapted) built in memory or saved to temp folders."""
 
 from __future__ import annotations
 
@@ -7,34 +8,7 @@ from pathlib import Path
 
 import torch
 
-from mcoder.records import Problem, Test
-
-
-def problems(count: int = 3) -> list[Problem]:
-    """Stdin and call-based problems of different statement lengths (so prompts need padding)."""
-    out = []
-    for i in range(count):
-        if i % 2:
-            out.append(Problem(
-                id=f"call-{i}", source="test", question="Return the sum of a and b. " * (i + 1),
-                starter_code="class Solution:\n    def add(self, a: int, b: int) -> int:\n        ",
-                fn_name="add", tests=[Test("1\n2", "3", "call")],
-            ))
-        else:
-            out.append(Problem(
-                id=f"stdin-{i}", source="test", question="Read n and print n squared. " * (i + 1),
-                tests=[Test("2\n", "4\n")],
-            ))
-    return out
-
-
-def forward_logprobs(model, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> torch.Tensor:
-    """log_softmax(logits / T) of each completion token, from one unpadded forward pass."""
-    ids = torch.tensor([prompt_ids + completion_ids])
-    with torch.no_grad():
-        logits = model(ids).logits[0].float()
-    scaled = logits[len(prompt_ids) - 1 : -1] / temperature
-    return torch.log_softmax(scaled, -1).gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+from mcoder.testing import forward_logprobs, problems  # noqa: F401 - re-exported for the tests
 
 
 def untie_lm_head(model) -> torch.nn.Linear:

@@ -8,7 +8,6 @@ solved by their reference solutions under the real judge.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -212,10 +211,9 @@ def test_ci_judge_exit_codes(tmp_path):
 
 
 def load_learning_proof():
-    spec = importlib.util.spec_from_file_location("learning_proof", ROOT / "benchmarks" / "learning_proof.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from benchmarks import learning_proof
+
+    return learning_proof
 
 
 def test_learning_proof_results_list_rows_in_table_order_whatever_order_they_finished(tmp_path):
@@ -327,10 +325,9 @@ def test_warm_start_slows_down_near_the_band_and_keeps_a_checked_model(tmp_path)
 
 
 def load_warm_start():
-    spec = importlib.util.spec_from_file_location("warm_start", ROOT / "examples" / "learn" / "warm_start.py")
-    warm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(warm)
-    return warm
+    from mcoder import warmstart
+
+    return warmstart
 
 
 def test_the_likelihood_gate_is_the_mean_probability_of_the_reference_programs():

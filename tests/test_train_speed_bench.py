@@ -5,20 +5,15 @@ itself (two trainers in subprocesses) is too slow for the test suite."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("train_speed", ROOT / "benchmarks" / "train_speed.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from benchmarks import train_speed
+
+    return train_speed
 
 
 def _args(shape=None, layers=None, model_vocab=None):

@@ -180,6 +180,49 @@ def make_tiny_model(out_dir: str | os.PathLike, spec: TinySpec | None = None) ->
     return out
 
 
+def named_spec(name: str) -> TinySpec:
+    """``tiny`` (the default ``TinySpec``), a shape of ``SHAPES``, or either cut to ``NAME:LAYERS``
+    decoder layers (``qwen3-0.6b:2``)."""
+    base, _, layers = name.partition(":")
+    if base != "tiny" and base not in SHAPES:
+        raise ValueError(f"model {name!r}: use tiny or one of {', '.join(sorted(SHAPES))}, optionally :LAYERS")
+    spec = TinySpec() if base == "tiny" else SHAPES[base]
+    return replace(spec, layers=int(layers)) if layers else spec
+
+
+def problems(count: int = 3):
+    """``count`` small problems, stdin and call-based in turn, of different statement lengths (so
+    prompts need padding): what a sampler or a trainer can be run on without a data set."""
+    from mcoder.records import Problem, Test
+
+    out = []
+    for i in range(count):
+        if i % 2:
+            out.append(Problem(
+                id=f"call-{i}", source="test", question="Return the sum of a and b. " * (i + 1),
+                starter_code="class Solution:\n    def add(self, a: int, b: int) -> int:\n        ",
+                fn_name="add", tests=[Test("1\n2", "3", "call")],
+            ))  # fmt: skip
+        else:
+            out.append(Problem(
+                id=f"stdin-{i}", source="test", question="Read n and print n squared. " * (i + 1),
+                tests=[Test("2\n", "4\n")],
+            ))  # fmt: skip
+    return out
+
+
+def forward_logprobs(model, prompt_ids: list[int], completion_ids: list[int], temperature: float):
+    """log_softmax(logits / T) of each completion token, from one unpadded forward pass: the
+    reference an engine's sampling log-probs are compared with."""
+    import torch
+
+    ids = torch.tensor([prompt_ids + completion_ids])
+    with torch.no_grad():
+        logits = model(ids).logits[0].float()
+    scaled = logits[len(prompt_ids) - 1 : -1] / temperature
+    return torch.log_softmax(scaled, -1).gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcoder.testing", description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")

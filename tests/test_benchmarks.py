@@ -1,0 +1,187 @@
+"""benchmarks/ as a package: every benchmark runs as ``python -m benchmarks.NAME`` and as
+``python benchmarks/NAME.py``, none edits sys.path or reaches into tests/, and the plumbing they
+share (benchmarks/common.py) runs stages, writes results through the output guard and resumes a
+measurement only with the same settings."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from benchmarks import common
+
+from mcoder.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py") if p.stem not in ("__init__", "common"))
+
+
+def test_the_package_holds_every_benchmark():
+    assert len(BENCHMARKS) >= 17 and "learning_proof" in BENCHMARKS and "long_ablation" in BENCHMARKS
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_no_benchmark_edits_sys_path_or_imports_tests_or_another_benchmark(name):
+    tree = ast.parse((ROOT / "benchmarks" / f"{name}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "path":  # sys.path.insert / append / ...
+            assert not (isinstance(node.value, ast.Name) and node.value.id == "sys"), f"{name}: sys.path"
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            for m in modules:
+                assert not m.startswith("tests"), f"{name} imports {m}"
+                others = {f"benchmarks.{b}" for b in BENCHMARKS} | set(BENCHMARKS)
+                names = [f"{m}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [m]
+                assert not others & {m, *names}, f"{name} imports another benchmark ({m})"
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_a_benchmark_answers_help_in_both_forms_from_the_root(form):
+    """The two documented forms; judge_accuracy needs no model, so it is quick to start."""
+    cmd = [sys.executable, "benchmarks/judge_accuracy.py"] if form == "file" else [
+        sys.executable, "-m", "benchmarks.judge_accuracy"]  # fmt: skip
+    done = subprocess.run([*cmd, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:") and "--cases" in done.stdout
+
+
+def test_judge_accuracy_runs_as_a_file_from_another_folder(tmp_path):
+    """As a file, the benchmark finds common.py beside it wherever it is run from."""
+    script = ROOT / "benchmarks" / "judge_accuracy.py"
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "### summary" in done.stdout and "verdicts right" in done.stdout
+
+
+# ---------------------------------------------------------------- the stage runner
+
+
+def test_run_stage_returns_stdout_and_logs_stderr(tmp_path):
+    log = tmp_path / "log.txt"
+    code = "import sys; print('out'); print('err', file=sys.stderr)"
+    ran = common.run_stage([sys.executable, "-c", code], log, echo=False)
+    assert (ran.returncode, ran.stdout) == (0, "out\n")
+    assert log.read_text() == "err\n"
+    common.run_stage([sys.executable, "-c", code], log, echo=False)
+    assert log.read_text() == "err\nerr\n"  # appended: one log for a seed's chain of stages
+
+
+def test_run_stage_stops_the_benchmark_on_a_failure_naming_the_log(tmp_path):
+    log = tmp_path / "log.txt"
+    with pytest.raises(SystemExit, match=r"failed \(3\).*log\.txt"):
+        common.run_stage([sys.executable, "-c", "raise SystemExit(3)"], log, echo=False)
+    ran = common.run_stage([sys.executable, "-c", "print('x'); raise SystemExit(3)"], log, echo=False,
+                           check=False, output_to_log=True, append=False)  # fmt: skip
+    assert ran.returncode == 3 and ran.stdout == "" and ran.tail() == "x\n"
+
+
+def test_the_mcoder_command_is_mcoder_env_split_as_a_shell_would(monkeypatch):
+    monkeypatch.setenv("MCODER", f"{sys.executable} -m mcoder")
+    assert common.mcoder("judge", Path("a b")) == [sys.executable, "-m", "mcoder", "judge", "a b"]
+    monkeypatch.delenv("MCODER")
+    assert common.mcoder("bench") == [sys.executable, "-m", "mcoder", "bench"]
+
+
+def test_the_warm_start_is_the_package_module_with_its_flags():
+    cmd = common.warm_start_cmd(Path("t.jsonl"), Path("w"), steps=5, target_pass=0.35, gate="sampled")
+    assert cmd == [sys.executable, "-m", "mcoder.warmstart", "--problems", "t.jsonl", "--out", "w",
+                   "--steps", "5", "--target-pass", "0.35", "--gate", "sampled"]  # fmt: skip
+
+
+def test_the_tiny_model_names():
+    from mcoder.testing import SHAPES, TinySpec, named_spec
+
+    assert named_spec("tiny") == TinySpec()
+    assert named_spec("tiny:3").layers == 3
+    assert named_spec("qwen3-0.6b") == SHAPES["qwen3-0.6b"]
+    cut = named_spec("qwen3-1.7b:2")
+    assert (cut.layers, cut.hidden) == (2, SHAPES["qwen3-1.7b"].hidden)
+    with pytest.raises(ValueError, match="qwen3-9b"):
+        named_spec("qwen3-9b")
+
+
+# ---------------------------------------------------------------- results and resuming
+
+
+def _results(out: Path) -> common.Results:
+    return common.Results(out, "test", run_only={"seeds"})
+
+
+def test_results_go_through_the_output_guard(tmp_path):
+    res = _results(tmp_path)
+    res.save({"lr": 1, "seeds": [0]}, [{"seed": 0}], "| table |\n")
+    assert json.loads((tmp_path / "results.json").read_text()) == {"config": {"lr": 1, "seeds": [0]},
+                                                                  "rows": [{"seed": 0}]}  # fmt: skip
+    for name in ("results.json", "results.md"):
+        meta = json.loads((tmp_path / f"{name}.meta.json").read_text())
+        assert meta["stage"] == "benchmark test" and meta["finished"]
+    res.save({"lr": 1, "seeds": [0]}, [{"seed": 0}, {"seed": 1}], "| table |\n")  # its own file: replaced
+    (tmp_path / "results.md").write_text("edited by hand\n")
+    with pytest.raises(UsageError, match="changed after mcoder wrote it"):
+        res.save({"lr": 1, "seeds": [0]}, [], "| table |\n")
+    assert (tmp_path / "results.md").read_text() == "edited by hand\n"
+
+
+def test_a_file_mcoder_did_not_write_is_never_replaced(tmp_path):
+    (tmp_path / "results.md").write_text("mine\n")
+    with pytest.raises(UsageError, match="did not write"):
+        common.write_result(tmp_path / "results.md", "table\n", benchmark="test")
+    assert (tmp_path / "results.md").read_text() == "mine\n"
+
+
+def test_a_rerun_keeps_rows_only_with_the_same_settings(tmp_path):
+    res = _results(tmp_path)
+    rows = [{"seed": 0, "delta": 1.5}]
+    res.save({"lr": 1, "seeds": [0]}, rows, "t\n")
+    assert res.load({"lr": 1, "seeds": [0, 1]}) == rows  # seeds choose what to run, not how
+    assert res.load({"lr": 1, "seeds": [0], "new_option": None}) == rows  # an option added since: unset
+    assert res.load({"lr": 2, "seeds": [0]}) == []  # another setting: start over, the old files aside
+    assert json.loads((tmp_path / "results.json.old").read_text())["rows"] == rows
+    assert (tmp_path / "results.md.old").read_text() == "t\n"
+    assert not (tmp_path / "results.json").exists()
+    res.save({"lr": 2, "seeds": [0]}, [], "t2\n")  # and the new results are written where the old were
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["lr"] == 2
+
+
+def test_results_written_before_the_guard_keep_their_rows_and_move_aside(tmp_path):
+    rows = [{"seed": 0}]
+    (tmp_path / "results.json").write_text(json.dumps({"config": {"lr": 1}, "rows": rows}))
+    (tmp_path / "results.md").write_text("old table\n")
+    res = _results(tmp_path)
+    assert res.load({"lr": 1, "seeds": [0]}) == rows
+    assert (tmp_path / "results.json.old").exists() and (tmp_path / "results.md.old").exists()
+    # the rows are the guard's at once: a run stopped before its next row loses none of them
+    assert json.loads((tmp_path / "results.json").read_text())["rows"] == rows
+    assert json.loads((tmp_path / "results.json.meta.json").read_text())["finished"]
+    assert res.load({"lr": 1, "seeds": [0]}) == rows
+    res.save({"lr": 1, "seeds": [0]}, rows, "new table\n")  # the guard writes them afresh
+    assert (tmp_path / "results.md").read_text() == "new table\n"
+
+
+def test_the_measurement_parser_takes_each_benchmarks_defaults_and_smoke_sizes():
+    from benchmarks import learning_proof, long_ablation
+
+    proof = learning_proof.parse([])
+    ablation = long_ablation.parse(["--smoke", "--seeds", "0,2"])
+    assert (proof.steps, proof.max_tokens, proof.eval_n, proof.warm_target) == (150, 64, 8, 0.35)
+    assert proof.train == common.LEARN / "train.jsonl" and proof.seeds == [0, 1, 2]
+    assert ablation.train == common.LONG / "train.jsonl" and ablation.seeds == [0, 2]
+    assert (ablation.steps, ablation.max_tokens, ablation.sft_steps, ablation.warm_target) == (2, 16, 2, 0.0)
+    with pytest.raises(ValueError, match="no option nope"):
+        common.measurement_parser(None, nope=1)
+
+
+def test_one_writer_exits_2_while_another_measurement_holds_the_folder(tmp_path, capsys):
+    from mcoder.outputs import hold_lock
+
+    ran = []
+    with hold_lock(tmp_path / "out"):
+        assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 2
+    assert ran == [] and str(os.getpid()) in capsys.readouterr().err
+    assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 0 and ran == [1]
