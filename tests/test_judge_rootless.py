@@ -110,7 +110,7 @@ def test_hostile_programs_as_an_unprivileged_user(world_dir):
 def test_resources_as_an_unprivileged_user(world_dir):
     """Without cgroups: the exit-time CPU check reads the program's own account, the backstop the
     run-queue wait of its process, and the libraries and system calls are as with root. (A slot has
-    no CPU share of its own here: the neighbour test is root's alone, as the README says.)"""
+    no CPU share of its own here: the neighbour test is root's alone, as docs/judge.md says.)"""
     r = as_nobody(
         [
             "-m",
