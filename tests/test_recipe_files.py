@@ -190,7 +190,7 @@ def test_the_loop_restarts_from_its_own_config_in_process(tiny_model, tmp_path):
                                  "--max-tokens", "8", "-q"])  # fmt: skip
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["loop", "--config", str(run / "config.json"), "--run-dir", str(run),
-                                 "--steps", "2", "-q"])  # fmt: skip
+                                 "--steps", "2"])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "resuming after step 1" in r.stderr
     assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]

@@ -27,6 +27,7 @@ Importing this module imports neither torch nor typer.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import re
 import tomllib
@@ -89,7 +90,9 @@ def read_recipe(path: str | Path) -> Settings:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise UsageError(f"{path}:{e.lineno}: not valid JSON: {e.msg}", hint="a recipe is TOML (.toml) or JSON") from None
+            raise UsageError(
+                f"{path}:{e.lineno}: not valid JSON: {e.msg}", hint="a recipe is TOML (.toml) or JSON"
+            ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: a recipe is a table of settings, not {type(data).__name__}")
     return check(data, origin=str(path), text=text)
@@ -142,14 +145,19 @@ def check(data: Mapping[str, Any], *, origin: str, text: str | None = None) -> S
                 raise UsageError(f"{_where(origin, text, None, key)}: {key} must be text (a path)")
             out[key] = value
         else:
-            raise UsageError(f"{_where(origin, text, None, key)}: unknown key {key}", hint=_known_hint(None, key))
+            raise UsageError(
+                f"{_where(origin, text, None, key)}: unknown key {key}", hint=_known_hint(None, key)
+            )
     return out
 
 
 def _known_hint(section: str | None, name: str) -> str:
     homes = [s for s in SECTIONS if name in section_fields(s)]
     if homes and homes != [section]:
-        return f"{name} is a setting of [{homes[0]}]" + (f" (a {homes[0]}.{name} with --set)" if section else "")
+        return f"{name} is a setting of [{homes[0]}] (with --set: {homes[0]}.{name})"
+    close = difflib.get_close_matches(name, list(section_fields(section)) if section else TOP_KEYS, n=1)
+    if close:
+        return f"did you mean {section + '.' if section else ''}{close[0]}?"
     if section is None:
         return f"the top level holds {', '.join(TOP_KEYS)} and the tables {', '.join(SECTIONS)}"
     return f"[{section}] holds: {', '.join(section_fields(section))}"
