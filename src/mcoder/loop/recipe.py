@@ -293,7 +293,8 @@ def build(settings: Mapping[str, Any]) -> LoopConfig:
 def _check_length_limit(train: dict[str, Any], sampling: dict[str, Any]) -> None:
     """The loop trains with its sampling limit as L_max (``LoopConfig.validate``): a
     ``train.max_tokens`` that says otherwise would be overwritten without a word."""
-    limit = sampling.get("max_tokens", SamplingConfig.max_tokens)
+    default = next(f.default for f in dataclasses.fields(SamplingConfig) if f.name == "max_tokens")
+    limit = sampling.get("max_tokens", default)
     given = train.pop("max_tokens", None)
     if given is not None and given != limit:
         raise UsageError(
