@@ -51,14 +51,29 @@ test-torch:
 demo: $(VENV)/.base
 	MCODER=$(MCODER) PY=$(PY) bash commands/demo.sh --out $(DEMO)
 
-# Every recipe of commands/ at its --smoke size (what CI runs), in $(RECIPES_OUT).
+# Every recipe at its smoke size (what CI runs), in $(RECIPES_OUT): one step as single-stage
+# commands (rollout -> judge -> train -> bench), the GRPO, DAPO and MicroCoder-GRPO recipe files
+# of recipes/ under `mcoder loop` with recipes/smoke.toml over them, then the CI judging job.
+# The commands are those of recipes/README.md.
 RECIPES_OUT ?= recipes-out
+R := $(RECIPES_OUT)
 recipes: $(VENV)/.installed
-	MCODER=$(MCODER) PY=$(PY) bash commands/grpo_step.sh --smoke --run $(RECIPES_OUT)/grpo-step
-	MCODER=$(MCODER) PY=$(PY) bash commands/train_grpo.sh --smoke --run $(RECIPES_OUT)/grpo
-	MCODER=$(MCODER) PY=$(PY) bash commands/train_dapo.sh --smoke --run $(RECIPES_OUT)/dapo
-	MCODER=$(MCODER) PY=$(PY) bash commands/train_microcoder.sh --smoke --run $(RECIPES_OUT)/microcoder
-	MCODER=$(MCODER) PY=$(PY) bash commands/ci_judge.sh --smoke --out $(RECIPES_OUT)/ci-judge
+	mkdir -p $(R)/step
+	test -f $(R)/model/config.json || $(PY) -m mcoder.testing $(R)/model >/dev/null
+	$(MCODER) dataset build examples/problems --out $(R)/problems.jsonl --overwrite -q
+	$(MCODER) rollout -p $(R)/problems.jsonl -m $(R)/model -o $(R)/step/rollouts.jsonl \
+	  --n 2 --max-tokens 32 --temperature 1.0 --limit 4 --overwrite -q
+	$(MCODER) judge -p $(R)/problems.jsonl -r $(R)/step/rollouts.jsonl -o $(R)/step/verdicts.jsonl --overwrite -q
+	$(MCODER) train -m $(R)/model -r $(R)/step/rollouts.jsonl --verdicts $(R)/step/verdicts.jsonl \
+	  -o $(R)/step/checkpoint --algo grpo --overwrite -q > $(R)/step/train.out
+	$(MCODER) bench -p $(R)/problems.jsonl --verdicts $(R)/step/verdicts.jsonl \
+	  --markdown $(R)/step/bench.md --json $(R)/step/bench.json
+	for recipe in grpo dapo microcoder-grpo; do \
+	  $(MCODER) loop --config recipes/$$recipe.toml --config recipes/smoke.toml \
+	    -m $(R)/model -p $(R)/problems.jsonl --run-dir $(R)/$$recipe -q && \
+	  $(MCODER) bench --run-dir $(R)/$$recipe --plots -q || exit 1; \
+	done
+	MCODER=$(MCODER) PY=$(PY) bash commands/ci_judge.sh --smoke --out $(R)/ci-judge
 
 clean:
 	rm -rf $(VENV) $(DEMO) $(RECIPES_OUT) .pytest_cache

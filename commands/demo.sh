@@ -92,7 +92,7 @@ evaluate "$OUT/model" "$OUT/before"
 
 stage 3 "mcoder train --loop --algo microcoder-grpo: $STEPS steps x $BATCH problems x G=$N, L_max 64, T = $TEMP, lr $RL_LR"
 rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and skip) a finished one
-"${MC[@]}" train --loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
+"${MC[@]}" loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
   --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size "$MINI" \
   --micro-batch-size 16 --max-tokens 64 --lr "$RL_LR" --seed "$RL_SEED" --probe-problems "$PROBE" \
   --temperature "$TEMP" --off-policy "$OFF_POLICY" --save-every "$STEPS" --report-to tensorboard -q >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MicroCoder-GRPO past one GPU: `mcoder train --loop` under torchrun. The policy is sharded with
+# MicroCoder-GRPO past one GPU: `mcoder loop` under torchrun (recipes/microcoder-grpo.toml). The policy is sharded with
 # FSDP2 over all ranks; rank 0 samples with vLLM (the step's LoRA adapter handed to the running
 # engine, no restart) and judges; every rank trains on its share of the prompt groups.
 #
@@ -7,9 +7,9 @@
 #   train_multigpu.sh --nodes M --node-rank R --master HOST:PORT ...   # one line per node (or SLURM below)
 #   train_multigpu.sh --smoke                                          # CPU: 2 processes, gloo, hf engine
 #
-# One node, 8 GPUs:    torchrun --standalone --nproc-per-node 8 -m mcoder train --loop --engine vllm ...
+# One node, 8 GPUs:    torchrun --standalone --nproc-per-node 8 -m mcoder loop --config recipes/microcoder-grpo.toml ...
 # Several nodes:       torchrun --nnodes M --nproc-per-node 8 --node-rank R \
-#                        --rdzv-backend c10d --rdzv-endpoint HOST:29500 -m mcoder train --loop ...
+#                        --rdzv-backend c10d --rdzv-endpoint HOST:29500 -m mcoder loop ...
 # As a SLURM job (M nodes, one torchrun per node):
 #   #SBATCH --nodes=4 --ntasks-per-node=1 --gpus-per-node=8 --cpus-per-task=64 --mem=0
 #   head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
@@ -29,7 +29,7 @@
 #   saves activation memory, not those figures; benchmarks/memory_model.py gives the full table.)
 # Rollouts: vLLM on GPU 0 beside trainer rank 0, in bfloat16 (3.4 / 8 / 16 GB of weights). Under
 # torchrun each rank's engine is one GPU: --tp above 1 is refused there (it works in one process). The paper's step, 32 problems x G=8 with L_max
-# up to 8192, is 256 sequences: rollout time dominates; judge workers (--judge-workers, CPU cores
+# up to 8192, is 256 sequences: rollout time dominates; judge workers (--workers, CPU cores
 # of the node running rank 0) should be 16-32 (see judge_sharded.sh for the per-verdict cost).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -54,14 +54,14 @@ while [[ $# -gt 0 ]]; do
 done
 
 if [[ $SMOKE == 1 ]]; then
-  # The same command on a CPU: 2 processes over gloo, the hf engine (vLLM needs a GPU here),
-  # 2 steps of 2 problems x G=2. Rerunning continues after the last checkpoint.
+  # The same command on a CPU: 2 processes over gloo, the recipe at its smoke size (hf engine:
+  # vLLM needs a GPU here). Rerunning continues after the last checkpoint.
   RUN=runs/multigpu-smoke; mkdir -p "$RUN"
   ensure_model "$RUN/model"
   OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 -m mcoder \
-    train --loop --model "$RUN/model" --problems "$REPO_DIR/examples/problems/stdin.jsonl" \
-    --run-dir "$RUN/train" --steps 2 -n 2 --train-batch-size 2 --max-tokens 16 --temperature 1.0 \
-    --lora-rank 8 --judge-workers 2 -q
+    loop --config "$REPO_DIR/recipes/microcoder-grpo.toml" --config "$REPO_DIR/recipes/smoke.toml" \
+    --model "$RUN/model" --problems "$REPO_DIR/examples/problems/stdin.jsonl" --run-dir "$RUN/train" \
+    --lora-rank 8 --workers 2 -q
   exit 0
 fi
 
@@ -74,8 +74,7 @@ else
   launch+=(--standalone)
 fi
 say "torchrun ${launch[*]}: MicroCoder-GRPO, $STEPS steps, LoRA, vLLM rollouts (tp $TP) on rank 0"
-"$PY" -m torch.distributed.run "${launch[@]}" -m mcoder train --loop --algo microcoder-grpo \
+# The recipe's sizes (32 problems x G=8, L_max 8192, T auto), here with LoRA in bfloat16.
+"$PY" -m torch.distributed.run "${launch[@]}" -m mcoder loop --config "$REPO_DIR/recipes/microcoder-grpo.toml" \
   --model "$MODEL" --problems "$PROBLEMS" --run-dir "$RUN" --steps "$STEPS" \
-  -n 8 --train-batch-size 32 --mini-batch-size 8 --max-tokens 8192 --temperature auto \
-  --lora-rank 64 --lr 1e-5 --dtype bfloat16 --engine vllm --tensor-parallel-size "$TP" \
-  --judge-workers 32 "${EXTRA[@]}"
+  --lora-rank 64 --lr 1e-5 --dtype bfloat16 --tensor-parallel-size "$TP" --workers 32 "${EXTRA[@]}"

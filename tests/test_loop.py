@@ -1,5 +1,5 @@
-"""`mcoder train --loop`: one loop for one process and torchrun, the length limit it trains with,
-and `train --help` generated from the configuration's own declarations."""
+"""`mcoder loop`: one loop for one process and torchrun, the length limit it trains with,
+and `loop --help` generated from the configuration's own declarations."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
+from mcoder.cli.options import NEGATED
 from mcoder.config import field_docs
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
@@ -53,9 +54,9 @@ def _loop(model: Path, run: Path, *extra: str, nproc: int = 1, steps: int = 2) -
     )
     # -n, not --n: torchrun's own parser would take --n for an abbreviation of its flags
     args = [
-        "train", "--loop", "--model", str(model), "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
+        "loop", "--model", str(model), "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
         "--steps", str(steps), "-n", "2", "--train-batch-size", "2", "--max-tokens", "10", "--temperature", "1.0",
-        "--lr", "1e-3", "--judge-workers", "1", "--seed", "5", "--mini-batch-size", "1", "-q", *extra,
+        "--lr", "1e-3", "--workers", "1", "--seed", "5", "--mini-batch-size", "1", "-q", *extra,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     return subprocess.run([*launch, *args], capture_output=True, text=True, env=env, timeout=600, check=False)
@@ -172,47 +173,63 @@ def test_one_and_two_processes_write_the_same_steps(tiny_model, tmp_path):
 # ---------------------------------------------------------------- one declaration per setting
 
 
-def _train_params() -> dict[str, object]:
+def _params(name: str = "loop") -> dict[str, object]:
     import typer.main
 
-    command = typer.main.get_command(app).commands["train"]  # type: ignore[attr-defined]
+    command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
     return {p.name: p for p in command.params}
 
 
+# fields a command sets itself, not offered as its options
+NOT_OPTIONS = {
+    ("loop", TrainConfig): {"max_tokens", "logprob_temperature"},  # the sampling limit, the rollouts' T
+    ("loop", LoopConfig): {"model", "problems", "run_dir"},  # hand-written inputs
+    ("train", TrainConfig): {"dist_timeout_s"},
+}
+
+
 @pytest.mark.parametrize(
-    "cls, prefix", [(TrainConfig, ""), (SamplingConfig, ""), (LoopConfig, ""), (JudgeConfig, "judge_")]
+    "command, cls",
+    [("loop", TrainConfig), ("loop", SamplingConfig), ("loop", LoopConfig), ("loop", JudgeConfig), ("train", TrainConfig)],
 )
-def test_train_help_is_the_config_docstrings(cls, prefix):
+def test_help_is_the_config_docstrings(command, cls):
     """Every setting's --help text is its field's docstring: change one and the other follows."""
-    params = _train_params()
+    params = _params(command)
     docs = field_docs(cls)
     covered = 0
     for f in dataclasses.fields(cls):
-        name = prefix + f.name
-        if (
-            name not in params
-            or not docs[f.name].help
-            or name in ("max_tokens", "temperature", "model", "problems", "run_dir")
-        ):
-            continue  # (hand-written: the inputs, and two flags that mean one thing per mode)
-        assert params[name].help.startswith(docs[f.name].help), f.name
+        if not docs[f.name].help or f.name in NOT_OPTIONS.get((command, cls), ()):
+            continue
+        name = f.name if f.name in params else NEGATED + f.name  # (a --no-X switch)
+        if name not in params:
+            assert dataclasses.is_dataclass(f.type) or f.name in ("train", "sampling", "judge", "temperature_candidates"), f.name
+            continue
+        assert params[name].help.removeprefix("Turn off: ").startswith(docs[f.name].help), f.name
         covered += 1
-    assert covered >= {TrainConfig: 20, SamplingConfig: 5, LoopConfig: 4, JudgeConfig: 8}[cls]
+    assert covered >= {TrainConfig: 36, SamplingConfig: 10, LoopConfig: 9, JudgeConfig: 17}[cls]
 
 
-def test_train_help_shows_presets_and_fits_80_columns():
-    r = CliRunner().invoke(app, ["train", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
+def test_loop_help_shows_presets_and_fits_80_columns():
+    r = CliRunner().invoke(app, ["loop", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
     assert r.exit_code == 0, r.output
     text = r.stdout
     assert "…" not in text, "a flag name was cut at 80 columns"
-    assert "(grpo 0.2, dapo 0.28, microcoder-grpo 0.28)" in " ".join(text.split()).replace("│ ", "")
-    for panel in ("Objective", "Truncated outputs", "Optimisation", "Loop", "Judge (loop)"):
+    flat = " ".join(text.split()).replace("│ ", "")
+    assert "(grpo 0.2, dapo 0.28, microcoder-grpo 0.28)" in flat
+    assert "(grpo 1.0, dapo 1.0, microcoder-grpo auto)" in flat, "the temperature each preset samples at"
+    for panel in ("Objective", "Truncated outputs", "Optimisation", "Loop", "Sampling", "Judge"):
         assert panel in text
-    assert "mcoder train --loop" in text, "an example"
+    assert "mcoder loop --config recipes/microcoder-grpo.toml" in flat, "an example"
+
+
+def test_train_help_fits_80_columns():
+    r = CliRunner().invoke(app, ["train", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert r.exit_code == 0 and "…" not in r.stdout
+    assert "mcoder train -m MODEL" in r.stdout and "mcoder loop" in r.stdout
 
 
 def test_a_bad_choice_is_refused_by_the_config_whoever_builds_it():
-    r = CliRunner().invoke(app, ["train", "--loop", "-m", "x", "-p", "p", "--run-dir", "r", "--steps", "1",
+    r = CliRunner().invoke(app, ["loop", "-m", "x", "-p", "p", "--run-dir", "r", "--steps", "1",
                                  "--loss-agg", "mean"])  # fmt: skip
     assert r.exit_code == 2 and "--loss-agg" in r.stderr and "token, sequence, constant" in r.stderr
 
@@ -227,16 +244,16 @@ def test_generated_switches_and_repeated_options_read_back():
 
     from mcoder.cli.options import given
 
-    command = typer.main.get_command(app).commands["train"]  # type: ignore[attr-defined]
-    plain = command.make_context("train", ["-m", "x"]).params
-    assert given(TrainConfig, plain) == {} and given(JudgeConfig, plain, prefix="judge_") == {}
-    args = ["-m", "x", "--no-shuffle", "--no-judge-cache", "--judge-allow-package", "numpy",
-            "--judge-allow-package", "scipy", "--lora-target-modules", "q_proj", "--adam-betas", "0.8", "0.9"]  # fmt: skip
-    params = command.make_context("train", args).params
+    command = typer.main.get_command(app).commands["loop"]  # type: ignore[attr-defined]
+    plain = command.make_context("loop", ["-m", "x"]).params
+    assert given(TrainConfig, plain) == {} and given(JudgeConfig, plain) == {}
+    args = ["-m", "x", "--no-shuffle", "--no-cache", "--allow-package", "numpy",
+            "--allow-package", "scipy", "--lora-target-modules", "q_proj", "--adam-betas", "0.8", "0.9"]  # fmt: skip
+    params = command.make_context("loop", args).params
     assert given(TrainConfig, params) == {
         "shuffle": False, "lora_target_modules": ["q_proj"], "adam_betas": (0.8, 0.9)
     }  # fmt: skip
-    assert given(JudgeConfig, params, prefix="judge_") == {
+    assert given(JudgeConfig, params) == {
         "cache": False,
         "allow_packages": ("numpy", "scipy"),
     }

@@ -117,7 +117,7 @@ BASES = {
     ("rollout", "--out"): "rollout -p {P} -m {MODEL} -o OUT --n 1 --max-tokens 4 --engine hf",
     ("judge", "--out"): "judge -p {P} -r {R} -o OUT -w 1",
     ("train", "--out"): "train -m {MODEL} -r {R} --verdicts {V} -o OUT",
-    ("train", "--run-dir"): "train --loop -m {MODEL} -p {P} --run-dir OUT --steps 1 -n 2 --max-tokens 4",
+    ("loop", "--run-dir"): "loop -m {MODEL} -p {P} --run-dir OUT --steps 1 -n 2 --max-tokens 4",
     ("bench", "--markdown"): "bench -p {P} --verdicts {V} --markdown OUT",
     ("bench", "--json"): "bench -p {P} --verdicts {V} --json OUT",
     ("bench", "--lcb-out"): "bench -p {P} --verdicts {V} -r {R} --lcb-out OUT",

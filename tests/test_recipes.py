@@ -1,9 +1,10 @@
-"""The shell recipes of commands/ and the learning-proof problem family of examples/learn/.
+"""The recipes (recipes/*.toml under `mcoder loop`, the one-step chain of stages), the shell
+scripts of commands/, and the learning-proof problem family of examples/learn/.
 
-The slow tests run each recipe at its --smoke size on the tiny model, in a temp folder, with the
-mcoder of this interpreter, and read back every file it says it wrote. The fast ones check what
-needs no model: the recipes parse and answer --help, and the learn problems are reproducible and
-solved by their reference solutions under the real judge.
+The slow tests run each recipe at its smoke size on the tiny model, in a temp folder, with the
+mcoder of this interpreter, and read back every file it wrote. The fast ones check what needs no
+model: the scripts parse and answer --help, `make recipes` runs every recipe file, and the learn
+problems are reproducible and solved by their reference solutions under the real judge.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from mcoder.records import Problem, Rollout, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ROOT / "commands"
-RECIPES = ["grpo_step.sh", "train_grpo.sh", "train_dapo.sh", "train_microcoder.sh", "ci_judge.sh", "demo.sh"]
+RECIPE_FILES = ROOT / "recipes"
+SCRIPTS = ["ci_judge.sh", "demo.sh"]
 
 
 def mcoder_cmd() -> str:
@@ -42,8 +44,25 @@ def run_recipe(name: str, *args: str, cwd: Path, timeout: int = 300) -> subproce
     )
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_recipe_parses_and_has_usage(name, tmp_path):
+def mcoder(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*mcoder_cmd().split(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_make_recipes_runs_every_recipe_file_at_its_smoke_size():
+    """`make recipes` (what CI runs) loops over each recipe of recipes/ with smoke.toml over it."""
+    done = subprocess.run(["make", "-n", "recipes", "VENV=.venv"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    algos = sorted(p.stem for p in RECIPE_FILES.glob("*.toml") if p.stem != "smoke")
+    assert algos == ["dapo", "grpo", "microcoder-grpo"]
+    assert f"for recipe in {' '.join(sorted(algos, key=['grpo', 'dapo', 'microcoder-grpo'].index))}; do" in done.stdout
+    assert "loop --config recipes/$recipe.toml --config recipes/smoke.toml" in done.stdout
+    assert "train --loop" not in done.stdout and "commands/train_" not in done.stdout
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_script_parses_and_has_usage(name, tmp_path):
     syntax = subprocess.run(["bash", "-n", str(COMMANDS / name)], capture_output=True, text=True, check=False)
     assert syntax.returncode == 0, syntax.stderr
     done = run_recipe(name, "--help", cwd=tmp_path)
@@ -120,20 +139,34 @@ def read_jsonl(path: Path, cls) -> list:
 
 
 @pytest.mark.slow
-def test_grpo_step_smoke(tmp_path):
-    done = run_recipe("grpo_step.sh", "--smoke", "--run", "run", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    run = tmp_path / "run"
-    problems = read_jsonl(run / "problems.jsonl", Problem)
+def test_one_step_as_single_stage_commands(tiny_model, tmp_path):
+    """The chain of recipes/README.md at its smoke size: rollout -> judge -> train -> bench."""
+    p, run = str(tmp_path / "problems.jsonl"), tmp_path / "run"
+    run.mkdir()
+    steps = [
+        ["dataset", "build", str(ROOT / "examples" / "problems"), "--out", p, "-q"],
+        ["rollout", "-p", p, "-m", str(tiny_model), "-o", str(run / "rollouts.jsonl"), "--n", "2",
+         "--max-tokens", "32", "--temperature", "1.0", "--limit", "4", "-q"],
+        ["judge", "-p", p, "-r", str(run / "rollouts.jsonl"), "-o", str(run / "verdicts.jsonl"), "-q"],
+        ["train", "-m", str(tiny_model), "-r", str(run / "rollouts.jsonl"), "--verdicts", str(run / "verdicts.jsonl"),
+         "-o", str(run / "checkpoint"), "--algo", "grpo", "-q"],
+        ["bench", "-p", p, "--verdicts", str(run / "verdicts.jsonl"), "--markdown", str(run / "bench.md"),
+         "--json", str(run / "bench.json")],
+    ]  # fmt: skip
+    outputs = []
+    for args in steps:
+        done = mcoder(*args, cwd=tmp_path)
+        assert done.returncode == 0, (args[0], done.stderr[-3000:])
+        outputs.append(done.stdout)
+    problems = read_jsonl(Path(p), Problem)
     rollouts = read_jsonl(run / "rollouts.jsonl", Rollout)
     verdicts = read_jsonl(run / "verdicts.jsonl", Verdict)
-    assert len(problems) == 48 and len(rollouts) == 8  # --smoke: 4 problems x G=2
+    assert len(problems) == 48 and len(rollouts) == 8  # 4 problems x G=2
     assert {v.rollout_id for v in verdicts} == {r.id for r in rollouts}
-    metrics = json.loads((run / "train_metrics.json").read_text())
-    assert metrics["samples"] == 8
+    metrics = json.loads(outputs[3].splitlines()[0])  # train: the metrics line, then the checkpoint
+    assert metrics["samples"] == 8 and outputs[3].splitlines()[1] == str(run / "checkpoint")
     assert (run / "checkpoint" / "model.safetensors").exists()
-    bench = json.loads((run / "bench.json").read_text())
-    assert bench  # the table as JSON
+    assert json.loads((run / "bench.json").read_text())  # the table as JSON
     assert "pass@1" in (run / "bench.md").read_text()
 
 
@@ -162,20 +195,23 @@ def test_demo_smoke_prints_the_before_after_table(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "script,algo",
-    [("train_grpo.sh", "grpo"), ("train_dapo.sh", "dapo"), ("train_microcoder.sh", "microcoder-grpo")],
-)
-def test_train_loop_smoke(script, algo, tmp_path):
-    done = run_recipe(script, "--smoke", "--run", "run", cwd=tmp_path)
+@pytest.mark.parametrize("algo", ["grpo", "dapo", "microcoder-grpo"])
+def test_recipe_file_smoke(algo, tiny_model, tmp_path):
+    """A recipe file with smoke.toml over it: two steps of the loop, then its figures."""
+    p = str(tmp_path / "problems.jsonl")
+    assert mcoder("dataset", "build", str(ROOT / "examples" / "problems"), "--out", p, "-q", cwd=tmp_path).returncode == 0
+    train = tmp_path / "run"
+    done = mcoder("loop", "--config", str(RECIPE_FILES / f"{algo}.toml"), "--config", str(RECIPE_FILES / "smoke.toml"),
+                  "-m", str(tiny_model), "-p", p, "--run-dir", str(train), "-q", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    train = tmp_path / "run" / "train"
-    assert json.loads((train / "config.json").read_text())["train"]["algo"] == algo  # the run's settings
+    config = json.loads((train / "config.json").read_text())  # the run's settings
+    assert config["train"]["algo"] == algo and config["loop"]["steps"] == 2 and config["sampling"]["n"] == 2
     steps = [json.loads(line) for line in (train / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in steps] == [1, 2]
     for step in (1, 2):
         read_jsonl(train / f"step_{step:04d}" / "rollouts.jsonl", Rollout)
         read_jsonl(train / f"step_{step:04d}" / "verdicts.jsonl", Verdict)
+    assert mcoder("bench", "--run-dir", str(train), "--plots", "-q", cwd=tmp_path).returncode == 0
     plots = sorted((train / "plots").glob("*.png"))
     assert plots and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
 

@@ -1,4 +1,4 @@
-"""`mcoder train` as a user runs it: one batch through the CLI, its errors, and `--loop` killed
+"""`mcoder train` as a user runs it: one batch through the CLI and its errors; `mcoder loop` killed
 with SIGKILL after step 2 and rerun."""
 
 from __future__ import annotations
@@ -79,8 +79,11 @@ def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch
 def test_missing_flags_are_a_usage_error(tiny_model):
     r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", "r.jsonl"])
     assert r.exit_code == 2 and "--verdicts, --out" in r.stderr
-    r = CliRunner().invoke(app, ["train", "--loop", "--model", str(tiny_model)])
+    r = CliRunner().invoke(app, ["loop", "--model", str(tiny_model)])
     assert r.exit_code == 2 and "--problems, --run-dir, --steps" in r.stderr
+    # the loop's options are not the update's
+    r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--steps", "2"])
+    assert r.exit_code == 2 and "No such option" in r.stderr
 
 
 def test_missing_verdict_names_the_file(tiny_model, batch_files, tmp_path):
@@ -143,8 +146,7 @@ def _loop_cmd(model: Path, run: Path) -> list[str]:
         sys.executable,
         "-m",
         "mcoder",
-        "train",
-        "--loop",
+        "loop",
         "--model",
         str(model),
         "--problems",
@@ -163,7 +165,7 @@ def _loop_cmd(model: Path, run: Path) -> list[str]:
         "1.0",
         "--lr",
         "1e-4",
-        "--judge-workers",
+        "--workers",
         "1",
         "--seed",
         "5",

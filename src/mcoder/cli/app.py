@@ -16,7 +16,8 @@ SUMMARIES = {
     "dataset": "Build problems.jsonl from public problem sets.",
     "rollout": "Sample G completions per problem into rollouts.jsonl.",
     "judge": "Run completions against the tests in a sandbox.",
-    "train": "GRPO / DAPO / MicroCoder-GRPO updates, or the whole --loop.",
+    "train": "One GRPO / DAPO / MicroCoder-GRPO update from a judged batch.",
+    "loop": "Rollout -> judge -> train, step after step (a recipe: --config).",
     "bench": "pass@k by platform x difficulty; training figures.",
     "show": "Read a rollout batch or a run; --html writes a report page.",
     "export": "A checkpoint as a plain Hugging Face folder (vllm serve).",
@@ -24,14 +25,16 @@ SUMMARIES = {
 EPILOG = (
     "Stages talk through JSONL files: dataset build -> problems.jsonl -> rollout -> rollouts.jsonl -> "
     "judge -> verdicts.jsonl -> train -> checkpoint -> bench.\n\n"
-    "Recipes that chain them (the GRPO, DAPO and MicroCoder-GRPO runs, a sharded judge, the demo) are "
-    "the shell scripts in the repository's commands/ folder, e.g. commands/train_microcoder.sh --help.\n\n"
+    "mcoder loop runs rollout -> judge -> train for many steps. The GRPO, DAPO and MicroCoder-GRPO "
+    "runs are recipe files in the repository's recipes/ folder (mcoder loop --config "
+    "recipes/microcoder-grpo.toml ...); launchers (torchrun), a sharded judge and the demo are "
+    "the scripts in commands/.\n\n"
     "mcoder COMMAND -h: a subcommand's options.  mcoder --install-completion: tab completion for your shell."
 )
 
 app = typer.Typer(
     name="mcoder",
-    help="Reinforcement learning for code models: dataset build, rollout, judge, train, bench.",
+    help="Reinforcement learning for code models: dataset build, rollout, judge, train, loop, bench.",
     epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -42,7 +45,7 @@ app = typer.Typer(
 )
 
 # Each module defines register(app); its heavy imports happen inside the command bodies.
-SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "bench", "export", "show")
+SUBCOMMANDS = ("dataset", "rollout", "judge", "train", "loop", "bench", "export", "show")
 # `mcoder judge serve`: hung under the judge command by its own module (after judge is registered)
 ATTACHED = ("serve",)
 

@@ -1,33 +1,40 @@
-"""`mcoder train`: policy updates from one rollout batch, or `--loop`: rollout, judge, update, repeat.
+"""`mcoder train`: policy updates from one rollout batch (GRPO, DAPO, MicroCoder-GRPO).
 
-The few options of the command itself are written here; every training, sampling, loop and
-judge setting is generated from its dataclass field (``mcoder.cli.options``), so the help text
-is the field's docstring and cannot drift from it.
+The few options of the command itself (inputs and outputs) are written here; every training
+setting is generated from its ``TrainConfig`` field (``mcoder.cli.options``), so the help text is
+the field's docstring and cannot drift from it. The loop (rollout, judge, update, repeat) is
+``mcoder loop`` (``mcoder.cli.loop``); ``mcoder train --loop ...`` still runs it, with a notice.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from mcoder.cli.common import INPUT, OUTPUT_DIR, apply_quiet, guarded
 from mcoder.cli.options import config_options, given, option, with_options
+from mcoder.config import flag
 from mcoder.console import emit
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
-from mcoder.loop.config import LoopConfig
-from mcoder.rollout.sampling import SamplingConfig
-from mcoder.train.config import PRESET_TEMPERATURE, PRESETS, TrainConfig
+from mcoder.train.config import PRESETS, TrainConfig
 
 IO = "Inputs and outputs"
-LOOP_NOTE = " (loop)"
 EPILOG = (
-    "Examples:\n\n"
+    "Example:\n\n"
     "  mcoder train -m MODEL -r rollouts.jsonl --verdicts verdicts.jsonl -o ckpt --algo grpo\n\n"
-    "  mcoder train --loop -m MODEL -p problems.jsonl --run-dir run --steps 100 -n 8 --lora-rank 16"
+    "The loop (rollout -> judge -> update, step after step) is mcoder loop."
 )
+# TrainConfig fields `mcoder train` does not offer: how long torchrun's collectives may wait is a
+# setting of multi-process runs, which are loops (`mcoder loop`, or a recipe file's [train]).
+SKIP = frozenset({"dist_timeout_s"})
+NAMES = {"logprob_temperature": ("--temperature", "-t")}  # the rollouts' sampling temperature
 
 
 def _params() -> list:
@@ -36,40 +43,10 @@ def _params() -> list:
         option("rollouts", Path | None, "--rollouts", "-r", help="Rollouts JSONL (one batch).", panel=IO, role=INPUT),
         option("verdicts", Path | None, "--verdicts", help="Verdicts JSONL of those rollouts.", panel=IO, role=INPUT),
         option("out", Path | None, "--out", "-o", help="Checkpoint folder to write.", panel=IO, role=OUTPUT_DIR),
-        option("loop", bool, "--loop", default=False, help="Run rollout -> judge -> update for --steps steps.", panel=IO),
-        option("problems", Path | None, "--problems", "-p", help="Loop: training problems JSONL.", panel=IO, role=INPUT),
-        option("run_dir", Path | None, "--run-dir", help="Loop: run folder (resumed when it exists).", panel=IO, role=OUTPUT_DIR),
-        option(
-            "temperature", str | None, "--temperature", "-t", panel=IO,
-            help="Single batch: T of the log-probs (default: the rollouts'). Loop: a number, 'auto' (chosen by "
-            "diversity) or a schedule 'T@STEP,...' (" + ", ".join(f"{a} {t}" for a, t in PRESET_TEMPERATURE.items()) + ").",
-        ),
-        option("max_tokens", int | None, "--max-tokens", help="L_max (loop: the sampling limit, default 512; single batch: default the longest completion).", panel=IO),
-        option("overwrite", bool, "--overwrite", default=False, help="Single batch: train again even if OUT holds this update.", panel=IO),
+        option("overwrite", bool, "--overwrite", default=False, help="Train again even if OUT holds this update.", panel=IO),
         option("quiet", bool, "--quiet", "-q", default=False, help="No progress bars or tables on stderr.", panel=IO),
     ]
-    return [
-        *explicit,
-        *config_options(
-            TrainConfig,
-            skip={"logprob_temperature", "max_tokens"},
-            preset_values=PRESETS,
-        ),
-        *config_options(LoopConfig, skip={"model", "problems", "run_dir"}, note=LOOP_NOTE),
-        *config_options(
-            SamplingConfig,
-            skip={"temperature", "max_tokens", "temperature_candidates"},
-            names={"n": ("--n", "-n")},
-            note=LOOP_NOTE,
-        ),
-        *config_options(
-            JudgeConfig,
-            prefix="judge_",
-            flag_prefix="judge_",
-            names={"unsafe_no_sandbox": ("--unsafe-no-sandbox",), "allow_packages": ("--judge-allow-package",)},
-            panel="Judge (loop)",
-        ),
-    ]
+    return [*explicit, *config_options(TrainConfig, skip=SKIP, names=NAMES, preset_values=PRESETS)]
 
 
 @guarded
@@ -77,44 +54,24 @@ def _train(**kw: Any) -> None:
     import json
 
     from mcoder.train.config import resolve
-
-    apply_quiet(kw["quiet"])
-    train_values = given(TrainConfig, kw)
-    algo = train_values.pop("algo", "microcoder-grpo")
-    if kw["loop"]:
-        from mcoder.loop.loop import run_loop
-
-        _require(loop=True, problems=kw["problems"], run_dir=kw["run_dir"], steps=kw["steps"])
-        sampling = SamplingConfig(**given(SamplingConfig, kw))
-        sampling.temperature = kw["temperature"] or PRESET_TEMPERATURE[algo]
-        sampling.max_tokens = kw["max_tokens"] or sampling.max_tokens
-        loop_values = {
-            k: v for k, v in given(LoopConfig, kw).items() if k not in ("model", "problems", "run_dir")
-        }
-        run_loop(
-            LoopConfig(
-                model=kw["model"],
-                problems=kw["problems"],
-                run_dir=kw["run_dir"],
-                train=resolve(algo, train_values),
-                sampling=sampling,
-                judge=JudgeConfig(**given(JudgeConfig, kw, prefix="judge_")),
-                **loop_values,
-            )
-        )
-        return
-
     from mcoder.train.stage import TrainJob, train_once
 
-    _require(loop=False, rollouts=kw["rollouts"], verdicts=kw["verdicts"], out=kw["out"])
-    train_values.update(max_tokens=kw["max_tokens"], logprob_temperature=_float(kw["temperature"]))
+    apply_quiet(kw["quiet"])
+    values = given(TrainConfig, kw)
+    algo = values.pop("algo", "microcoder-grpo")
+    missing = [k for k in ("rollouts", "verdicts", "out") if kw[k] is None]
+    if missing:
+        raise UsageError(
+            f"mcoder train needs {', '.join('--' + k for k in missing)}",
+            hint="mcoder train --model M --rollouts R --verdicts V --out CKPT (the loop is mcoder loop)",
+        )
     metrics = train_once(
         TrainJob(
             model=kw["model"],
             rollouts=kw["rollouts"],
             verdicts=kw["verdicts"],
             out=kw["out"],
-            cfg=resolve(algo, train_values),
+            cfg=resolve(algo, values),
             overwrite=kw["overwrite"],
         )
     )
@@ -125,34 +82,59 @@ def _train(**kw: Any) -> None:
 train = with_options(_train, _params())
 
 
+# ---------------------------------------------------------------- `train --loop`: `mcoder loop` now
+
+
+def old_loop_flags() -> dict[str, str]:
+    """The judge options' spellings under `train --loop` (``--judge-timeout-s``, ``--no-judge-cache``,
+    ``--judge-allow-package``) -> `mcoder loop`'s (those of `mcoder judge`)."""
+    out = {"--judge-allow-package": "--allow-package"}
+    for name in JudgeConfig.__dataclass_fields__:
+        if name in ("unsafe_no_sandbox", "allow_packages"):
+            continue  # (the first was already --unsafe-no-sandbox)
+        out[flag("judge_" + name)] = flag(name)
+        out[f"--no-judge-{name.replace('_', '-')}"] = f"--no-{name.replace('_', '-')}"
+    return out
+
+
+def loop_args(args: list[str]) -> list[str]:
+    """The arguments of `mcoder train --loop ARGS` as `mcoder loop`'s: --loop dropped, the judge
+    options renamed, --overwrite (which the loop never read) dropped."""
+    renamed = old_loop_flags()
+    out = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name, eq, value = arg.partition("=")
+        if arg in ("--loop", "--overwrite"):
+            continue
+        out.append(renamed[name] + eq + value if name in renamed else arg)
+    return out
+
+
+class TrainCommand(TyperCommand):
+    """`mcoder train`, which hands `--loop ...` to `mcoder loop` (with a one-line notice)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any):
+        head = args[: args.index("--")] if "--" in args else args
+        if "--loop" not in head:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        new = loop_args(list(args))
+        print(f"notice: `mcoder train --loop` is `mcoder loop` now; running: mcoder loop {shlex.join(new)}", file=sys.stderr)
+        if parent is not None and isinstance(parent.command, click.Group):
+            command = parent.command.get_command(parent, "loop")
+        else:
+            from mcoder.cli.app import app
+
+            command = typer.main.get_command(app).commands["loop"]  # type: ignore[attr-defined]
+        return command.make_context("loop", new, parent=parent, **extra)
+
+
 def register(app: typer.Typer) -> None:
     app.command(
         "train",
-        help="Update the policy from rollouts + verdicts (GRPO, DAPO, MicroCoder-GRPO), or run the whole --loop.",
+        cls=TrainCommand,
+        help="Update the policy from one batch of rollouts + verdicts (GRPO, DAPO, MicroCoder-GRPO).",
         epilog=EPILOG,
         context_settings={"help_option_names": ["-h", "--help"]},
     )(train)
-
-
-def _require(*, loop: bool, **values) -> None:
-    missing = [k for k, v in values.items() if v is None]
-    if missing:
-        flags = ", ".join("--" + k.replace("_", "-") for k in missing)
-        mode = "--loop" if loop else "single-batch training"
-        raise UsageError(
-            f"{mode} needs {flags}",
-            hint="mcoder train --model M --rollouts R --verdicts V --out CKPT, or "
-            "mcoder train --loop --model M --problems P --run-dir RUN --steps N",
-        )
-
-
-def _float(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(
-            f"--temperature {text!r} is not a number",
-            hint="single-batch training takes the sampling temperature as a number",
-        ) from None

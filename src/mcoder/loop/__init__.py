@@ -1,4 +1,4 @@
-"""``mcoder train --loop``: the RL loop that drives rollout, judge and train in one run.
+"""``mcoder loop``: the RL loop that drives rollout, judge and train in one run.
 
 config.py       LoopConfig: a TrainConfig, a SamplingConfig, a JudgeConfig and the loop's own settings
 loop.py         run_loop: one loop for one process and torchrun

@@ -1,8 +1,9 @@
-"""What ``mcoder train --loop`` runs with: a ``TrainConfig`` (the update), a ``SamplingConfig``
+"""What ``mcoder loop`` runs with: a ``TrainConfig`` (the update), a ``SamplingConfig``
 (the rollouts), a ``JudgeConfig`` (the rewards), and the few settings of the loop itself.
 
 The resolved whole is saved as ``RUN/config.json``; a resumed run must match it (``steps`` may
-grow, and how many judge workers or how often to save may change: they change no result).
+grow, and how many judge workers or how often to save may change: they change no result). The
+same shape, as TOML or JSON, is a recipe (``mcoder loop --config``, ``mcoder.loop.recipe``).
 """
 
 from __future__ import annotations

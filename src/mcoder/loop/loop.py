@@ -1,4 +1,4 @@
-"""`mcoder train --loop`: rollout -> judge -> update, step after step.
+"""`mcoder loop`: rollout -> judge -> update, step after step.
 
 One loop for one process and for torchrun alike. Reads top to bottom in the order things happen;
 what only the main process does (writing files, printing) sits behind one flag, ``main`` (rank 0

@@ -1,4 +1,4 @@
-"""The run folder of ``train --loop``: every file the loop writes, in one place.
+"""The run folder of ``mcoder loop``: every file the loop writes, in one place.
 
     RUN/config.json                  the resolved configuration (train, sampling, judge, loop)
     RUN/temperature.json             the sampling temperature (with auto: each stage's diversity table)

@@ -1,7 +1,8 @@
 """Training configuration: one dataclass, three presets, every knob overridable.
 
 Fields are grouped by concern (``# --- name``: the help panel); each docstring line is the
-``--help`` text (``mcoder train``'s options are generated from these fields, ``mcoder.cli.options``)
+``--help`` text (``mcoder train``'s and ``mcoder loop``'s options are generated from these fields,
+``mcoder.cli.options``)
 and a ``Literal`` type is the list of allowed values. ``resolve(algo, overrides)`` starts from a
 preset and applies the user's values; the resolved config is saved beside every checkpoint
 (``train_config.json``) so a run can be read back exactly. What the loop adds (steps, batch of
@@ -155,6 +156,8 @@ class TrainConfig:
         return from_dict(cls, json.loads(Path(path).read_text()))
 
 
+# Each preset's values are also written out in its recipe file (recipes/grpo.toml, dapo.toml,
+# microcoder-grpo.toml; a test keeps the two equal).
 PRESETS: dict[str, dict[str, Any]] = {
     # DeepSeekMath GRPO: symmetric clip, KL to a reference, per-sequence mean, no masking.
     "grpo": {
