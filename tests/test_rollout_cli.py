@@ -142,8 +142,8 @@ def test_schedule_gives_the_stage_temperature(tiny_model, src, tmp_path):
         (["--n", "0"], 2, "at least one sample"),
         (["--temperature", "1.0", "--temperature-schedule", "0.6@0"], 2, "both given"),
         (["--temperature-schedule", "0.6@3"], 2, "step 0"),
-        (["--engine", "tpu"], 2, "unknown engine"),
-        (["--long-prompts", "truncate"], 2, "--long-prompts truncate"),
+        (["--engine", "tpu"], 2, "unknown --engine"),
+        (["--long-prompts", "truncate"], 2, "unknown --long-prompts"),
     ],
 )
 def test_bad_flags_exit_2(tiny_model, src, tmp_path, extra, code, words):
