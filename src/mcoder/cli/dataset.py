@@ -25,8 +25,6 @@ from mcoder.cli.common import (
 )
 from mcoder.console import emit
 
-
-
 # `dataset build`: its inputs, outputs and switches are written here; every filter and verify
 # setting is generated from FilterConfig's and VerifyConfig's fields (verify's under --verify-*).
 FILTER_ROLES = {"decontaminate": INPUT, "difficulty_from": INPUT}

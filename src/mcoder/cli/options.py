@@ -94,7 +94,8 @@ def config_options(
         if presets:
             help_text += " (" + ", ".join(f"{p} {_shown(v)}" for p, v in presets.items()) + ")"
         elif default is not None and default is not dataclasses.MISSING:
-            help_text += f" (default {_shown(default)})"
+            shown = _as_text(default) if f.metadata.get("text") else _shown(default)
+            help_text += f" (default {shown})"
         as_text = bool(f.metadata.get("text"))
         tp = str if as_text else _cli_type(types_[f.name])
         name = flag(flag_prefix + f.name)
@@ -133,6 +134,13 @@ def config_options(
 
 NEGATED = "not__"  # parameter-name mark of a --no-X switch
 ALIAS = "alias__"  # parameter-name mark of a hidden, deprecated spelling of a field's flag
+
+
+def _as_text(value: Any) -> str:
+    """A default the way the option is written: '1400,2000', not '1400.0, 2000.0'."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
 
 
 def _metavar(tp: Any, choices: tuple[Any, ...] | None) -> str | None:

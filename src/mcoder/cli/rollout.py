@@ -25,7 +25,6 @@ from mcoder.cli.options import config_options, given, with_options
 from mcoder.console import emit
 
 
-
 def register(app: typer.Typer) -> None:
     app.command(
         **command_options(

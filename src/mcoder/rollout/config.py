@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mcoder.errors import UsageError
 from mcoder.config import TEXT
+from mcoder.errors import UsageError
 from mcoder.rollout.sampling import SamplingConfig
 from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule, TemperatureSpec
 

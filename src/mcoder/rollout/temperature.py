@@ -54,7 +54,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from mcoder.console import warn
 from mcoder.errors import UsageError
@@ -424,7 +424,7 @@ class TemperatureSpec(str):
     fixed: float | None
     schedule: TemperatureSchedule | None
 
-    def __new__(cls, value: str | float) -> TemperatureSpec:
+    def __new__(cls, value: str | float) -> Self:
         if isinstance(value, TemperatureSpec):
             return value
         text = str(value).strip()

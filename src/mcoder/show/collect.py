@@ -96,9 +96,22 @@ class Batch:
 @dataclass
 class Filters:
     statuses: tuple[str, ...] = ()
+    """Only samples with this verdict status (repeatable)."""
     masked: bool = False
+    """Only samples the truncation mask zeroed."""
     problems: tuple[str, ...] = ()
+    """Only this problem id (repeatable)."""
     rollout_id: str | None = None
+    """One rollout, shown in full."""
+
+    def __post_init__(self) -> None:
+        from mcoder.records import STATUSES
+
+        self.statuses, self.problems = tuple(self.statuses), tuple(self.problems)
+        known = (*STATUSES, UNJUDGED)
+        unknown = [s for s in self.statuses if s not in known]
+        if unknown:
+            raise UsageError(f"--status {unknown[0]!r} is not a verdict status", hint="one of " + ", ".join(known))
 
     def keep(self, s: Shown) -> bool:
         if self.rollout_id is not None and s.id != self.rollout_id:
