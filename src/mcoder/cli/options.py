@@ -32,6 +32,18 @@ import typer
 from mcoder.config import choices_of, field_docs, field_types, flag
 
 
+@dataclasses.dataclass(frozen=True)
+class FromField:
+    """The mark a generated option carries in its ``Annotated`` metadata: the field it sets, the
+    default the command claims for it, and whether it is a hidden older spelling (an alias). The
+    defaults test reads it to tell generated options from hand-written ones."""
+
+    cls: type
+    name: str
+    default: Any
+    alias: bool = False
+
+
 def _cli_type(tp: Any) -> Any:
     """The type typer parses a field as (Optional stripped). A ``Literal`` is read as text and
     checked by the config itself (``mcoder.config.check_choices``), the one place choices are
@@ -120,13 +132,16 @@ def config_options(
         option = typer.Option(*decls, help=help_text, rich_help_panel=section, show_default=False, metavar=metavar)
         role = (roles or {}).get(f.name)
         cli_tp = tp | None
-        annotation = Annotated[cli_tp, option, role] if role is not None else Annotated[cli_tp, option]
+        mark = FromField(cls, f.name, default)
+        marks = (mark, role) if role is not None else (mark,)
+        annotation = Annotated[(cli_tp, option, *marks)]
         params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
         for old in (aliases or {}).get(f.name, ()):
             hidden = typer.Option(old, hidden=True, help=f"Deprecated spelling of {decls[0].split('/')[0]}.")
+            alias = dataclasses.replace(mark, alias=True)
             params.append(
                 inspect.Parameter(
-                    ALIAS + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, hidden]
+                    ALIAS + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, hidden, alias]
                 )
             )
     return params

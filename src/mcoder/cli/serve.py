@@ -46,6 +46,9 @@ def _serve(**kw: Any) -> None:
     serve(cfg, judge_config(kw), ready=emit)
 
 
+command = with_options(_serve, _params())  # `mcoder judge serve`'s options (read by the defaults test)
+
+
 def serve_command() -> typer.core.TyperCommand:
     app = typer.Typer(add_completion=False)
     app.command(
@@ -54,7 +57,7 @@ def serve_command() -> typer.core.TyperCommand:
         "`mcoder judge` writes them) and /health; binds 127.0.0.1 by default.",
         epilog=EPILOG,
         context_settings={"help_option_names": ["-h", "--help"]},
-    )(with_options(_serve, _params()))
+    )(command)
     return typer.main.get_command(app)
 
 

@@ -271,9 +271,9 @@ def probe_temperatures(
     problems: Sequence[Problem],
     *,
     candidates: Sequence[float] = DEFAULT_CANDIDATES,
-    n: int = 8,
-    max_tokens: int = 512,
-    seed: int = 0,
+    n: int,
+    max_tokens: int,
+    seed: int,
     measure: str = "lexical",
     judge: Any = None,
 ) -> tuple[list[tuple[float, float]], list[float] | None, list[float] | None]:
@@ -325,9 +325,9 @@ def select_temperature(
     target: float | None = None,
     rule: TemperatureRule = "knee",
     rise: float = DEFAULT_RISE,
-    n: int = 8,
-    max_tokens: int = 512,
-    seed: int = 0,
+    n: int,
+    max_tokens: int,
+    seed: int,
     measure: str = "lexical",
 ) -> tuple[float, list[tuple[float, float]]]:
     """(chosen temperature, [(T, D(T)) for each candidate]): ``diversity_table`` then

@@ -124,7 +124,7 @@ class Filters:
 
 
 def load(
-    target: Path, *, verdicts: Path | None = None, problems: Path | None = None, step: str = "last"
+    target: Path, *, verdicts: Path | None = None, problems: Path | None = None, step: str
 ) -> Batch:
     """Read the target (see the module docstring) into a Batch, problems attached."""
     if not target.exists():
