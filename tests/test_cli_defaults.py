@@ -17,6 +17,7 @@ import typing
 from pathlib import Path
 
 import pytest
+import typer.main
 
 from mcoder.cli import app as app_module
 from mcoder.cli.app import app
@@ -38,7 +39,7 @@ HAND_WRITTEN: dict[str, set[str]] = {
     "bench": {
         "problems", "verdicts", "rollouts", "baseline", "markdown", "json_out", "lcb_out", "junit",
         "run_dir", "out_dir", "quiet", "help_",
-    },  # fmt: skip
+    },
     "show": {"target", "html", "verdicts", "problems", "quiet", "help_"},
     "export": {"checkpoint", "out", "merge_lora", "bench", "overwrite", "quiet", "help_"},
 }
@@ -138,8 +139,20 @@ def test_the_judge_options_build_the_default_judge_config():
     infos = [typing.get_args(p.annotation)[1] for p in judge_params()]
     flags = {d for i in infos for d in (i.default, *i.param_decls) if isinstance(d, str)}
     assert {"--timeout-s", "--memory-mb", "--max-processes", "--max-output-mb", "--max-disk-mb", "--first-uid",
-            "--cache-size", "--no-cache", "--allow-package", "--early-exit/--no-early-exit"} <= flags  # fmt: skip
+            "--cache-size", "--no-cache", "--allow-package", "--early-exit", "--no-early-exit"} <= flags  # fmt: skip
     assert not any("judge" in f for f in flags)  # one name in every command: no judge- prefix
+    command = typer.main.get_command(app).commands["judge"]  # type: ignore[attr-defined]
+
+    def parsed(*args: str) -> JudgeConfig:
+        return judge_config(command.make_context("judge", ["-o", "v.jsonl", *args]).params)
+
+    assert parsed() == JudgeConfig() and parsed().early_exit is True
+    assert parsed("--no-early-exit").early_exit is False
+    assert parsed("--reward", "fraction").early_exit is False and parsed("--reward", "fraction", "--early-exit").early_exit
+    assert parsed("--timeout", "2").timeout_s == parsed("--timeout-s", "2").timeout_s == 2.0  # the old spelling
+    assert parsed("--no-cache", "--allow-package", "rich", "--max-processes", "8") == JudgeConfig(
+        cache=False, allow_packages=("rich",), max_processes=8
+    )
 
 
 # ---------------------------------------------------------------- one declaration per setting
@@ -148,13 +161,17 @@ def test_the_judge_options_build_the_default_judge_config():
 EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ("rollout/config.py", "RolloutConfig"): (
         {"n", "max_tokens", "probe_problems", "temperature_rule"},
-        "rollout's own defaults (8 samples of up to 1024 tokens, the knee rule: rollout has no judge "
-        "for the loop's spread rule) over SamplingConfig's, which are the loop's",
+        (
+            "rollout's own defaults (8 samples of up to 1024 tokens, the knee rule: rollout has no judge "
+            "for the loop's spread rule) over SamplingConfig's, which are the loop's"
+        ),
     ),
     ("rollout/engines/factory.py", "make_engine"): (
         {"batch_size", "top_k", "top_p", "seed"},
-        "an engine built outside a stage (tests, predict) samples plainly; the stages pass their "
-        "config's values. Follow-up: these files are being moved; drop the defaults there",
+        (
+            "an engine built outside a stage (tests, predict) samples plainly; the stages pass their "
+            "config's values (to do: drop these defaults where the engines now live)"
+        ),
     ),
     ("rollout/engines/hf_engine.py", "__init__"): ({"batch_size", "top_k", "top_p"}, "as make_engine"),
     ("rollout/engines/hf_engine.py", "sample_next"): ({"top_k", "top_p"}, "as make_engine: the filters off"),
@@ -164,7 +181,7 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ("loop/samplers.py", "vllm_engine"): ({"tensor_parallel_size"}, "one GPU per engine; the loop passes its own"),
     ("train/grpo.py", "policy_loss"): (
         {"beta", "kl_ratio_weighted"},
-        "the loss function's neutral terms (no KL penalty): the trainer passes TrainConfig's values",
+        ("the loss function's neutral terms (no KL penalty): the trainer passes TrainConfig's values"),
     ),
     ("train/batching.py", "Sample"): ({"masked"}, "a record of one sample (was it masked), not a setting"),
     ("bench/table.py", "ProblemTally"): ({"n"}, "a count of samples, not the group size"),
@@ -253,7 +270,7 @@ def test_no_setting_is_declared_with_a_default_outside_its_config():
     the config dataclass that declares it; functions take it from there (or as a required argument)."""
     classes = _config_classes()
     owners = {cls.__name__: fields for cls, fields in classes.items()}
-    for cls, fields in classes.items():  # a subclass redeclaring a base's field is a second declaration
+    for cls in classes:  # a subclass redeclaring a base's field is a second declaration
         for base in cls.__mro__[1:]:
             if base in classes:
                 owners[cls.__name__] = owners[cls.__name__] - classes[base]

@@ -112,8 +112,9 @@ def config_options(
         tp = str if as_text else _cli_type(types_[f.name])
         name = flag(flag_prefix + f.name)
         pname = prefix + f.name
-        if tp is bool and default is None:
-            decls = (f"{name}/--no-{name[2:]}",)  # unset by default (the config decides): either way
+        pair = tp is bool and default is None and f.name not in names  # unset: the config decides
+        if pair:
+            decls = (name,)  # turns it on; its --no- twin (below) turns it off
         elif tp is bool and default is True and f.name not in names:
             # on by default: one switch that turns it off (read back inverted by ``given``)
             decls, pname = (f"--no-{name[2:]}",), NEGATED + pname
@@ -136,6 +137,13 @@ def config_options(
         marks = (mark, role) if role is not None else (mark,)
         annotation = Annotated[(cli_tp, option, *marks)]
         params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
+        if pair:  # a row of its own (a --x/--no-x pair would widen the flag column of every row)
+            off = typer.Option(f"--no-{name[2:]}", help="Turn off: " + help_text, rich_help_panel=section, metavar="")
+            params.append(
+                inspect.Parameter(
+                    NEGATED + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, off, mark]
+                )
+            )
         for old in (aliases or {}).get(f.name, ()):
             hidden = typer.Option(old, hidden=True, help=f"Deprecated spelling of {decls[0].split('/')[0]}.")
             alias = dataclasses.replace(mark, alias=True)

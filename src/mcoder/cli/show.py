@@ -24,7 +24,7 @@ FILTERS = "Filters"
 VIEW = "View"
 
 
-FILTER = "filter_"  # parameter names of the Filters fields (``problems`` is also an input)
+FILTER = "filter_"  # parameter names of the Filters fields
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         *config_options(
             Filters,
             prefix=FILTER,
-            names={"statuses": ("--status",), "problems": ("--problem",), "rollout_id": ("--id",)},
+            names={"statuses": ("--status",), "problem_ids": ("--problem",), "rollout_id": ("--id",)},
             panel=FILTERS,
         ),
         *config_options(ShowConfig, only={"step"}, panel=FILTERS),

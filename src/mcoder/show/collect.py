@@ -99,7 +99,7 @@ class Filters:
     """Only samples with this verdict status (repeatable)."""
     masked: bool = False
     """Only samples the truncation mask zeroed."""
-    problems: tuple[str, ...] = ()
+    problem_ids: tuple[str, ...] = ()
     """Only this problem id (repeatable)."""
     rollout_id: str | None = None
     """One rollout, shown in full."""
@@ -107,7 +107,7 @@ class Filters:
     def __post_init__(self) -> None:
         from mcoder.records import STATUSES
 
-        self.statuses, self.problems = tuple(self.statuses), tuple(self.problems)
+        self.statuses, self.problem_ids = tuple(self.statuses), tuple(self.problem_ids)
         known = (*STATUSES, UNJUDGED)
         unknown = [s for s in self.statuses if s not in known]
         if unknown:
@@ -120,7 +120,7 @@ class Filters:
             return False
         if self.masked and not s.masked:
             return False
-        return not self.problems or s.problem_id in self.problems
+        return not self.problem_ids or s.problem_id in self.problem_ids
 
 
 def load(
