@@ -42,7 +42,7 @@ class RolloutConfig(SamplingConfig):
     temperature: TemperatureSpec | None = field(default=None, metadata=TEXT)
     probe_problems: int = 16
     temperature_rule: TemperatureRule = "knee"  # spread is the loop's: it needs the probe judged
-    temperature_schedule: str | None = None
+    temperature_schedule: TemperatureSpec | None = field(default=None, metadata=TEXT)
     """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
     step: int = 0
     """Training step whose stage of --temperature-schedule applies."""
@@ -69,6 +69,13 @@ class RolloutConfig(SamplingConfig):
     """vllm: engine replicas, each a process on its own tensor_parallel_size GPUs (problems dealt out)."""
     quiet: bool = False
     """No progress bar or tables."""
+
+    def _parse(self) -> None:
+        super()._parse()
+        staged = self.temperature_schedule
+        if staged is not None and not isinstance(staged, TemperatureSpec):
+            TemperatureSchedule.parse(str(staged))  # a schedule, or the error naming its bad stage
+            self.temperature_schedule = TemperatureSpec(staged)
 
     def validate(self) -> RolloutConfig:
         SamplingConfig.validate(self)
@@ -107,12 +114,8 @@ class RolloutConfig(SamplingConfig):
                 )
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
-        if self.temperature_schedule is not None:
-            if self.temperature is not None:
-                raise UsageError(
-                    "--temperature and --temperature-schedule both given", hint="pass one of them"
-                )
-            TemperatureSchedule.parse(self.temperature_schedule)
+        if self.temperature_schedule is not None and self.temperature is not None:
+            raise UsageError("--temperature and --temperature-schedule both given", hint="pass one of them")
         return self
 
     def fixed_temperature(self) -> float:
