@@ -300,3 +300,24 @@ def test_the_declaration_scan_finds_a_second_default(tmp_path):
     finally:
         SRC = old
     assert [(w, line) for _, w, _, line in found] == [("a", 1), ("D", 5)]
+
+
+def test_dataset_build_reads_its_settings_into_the_filter_and_verify_configs():
+    """The generated options land in the configs (the old --verify-timeout spelling too), and a
+    build given no filter option records the configs' defaults, as the command always did."""
+    from mcoder.cli.options import given
+    from mcoder.dataset.filter.steps import FilterConfig
+    from mcoder.dataset.verify import VerifyConfig
+
+    build = typer.main.get_command(app).commands["dataset"].commands["build"]  # type: ignore[attr-defined]
+
+    def params(*args: str) -> dict:
+        return build.make_context("build", ["x.jsonl", "-o", "o.jsonl", *args]).params
+
+    assert FilterConfig(**given(FilterConfig, params())) == FilterConfig() and FilterConfig().min_tests == 0
+    got = FilterConfig(**given(FilterConfig, params("--special-judge", "drop", "--keep-pass-rate", "0.1,0.9",
+                                                    "--difficulty-from", "v.jsonl")))  # fmt: skip
+    assert (got.special_judge, got.keep_pass_rate) == ("drop", (0.1, 0.9))
+    old = given(VerifyConfig, params("--verify-timeout", "5"), prefix="verify_")
+    new = given(VerifyConfig, params("--verify-timeout-s", "5", "--verify-workers", "2"), prefix="verify_")
+    assert old == {"timeout_s": 5.0} and new == {"timeout_s": 5.0, "workers": 2}
