@@ -35,14 +35,17 @@ MERGE = "Shards"
 PREFIX = "judge_"  # parameter names only (a command may hold another config's field of the same name)
 NAMES = {"allow_packages": ("--allow-package",)}
 SHORT = {"workers": ("--workers", "-w")}
-ALIASES = {"timeout_s": ("--timeout",)}  # the spelling of mcoder < 0.x, accepted, not shown
+ALIASES = {"timeout_s": ("--timeout",)}  # the earlier spelling: accepted, not shown
 
 
-def judge_params(panel: str | None = None, *, short: bool = False, skip: Iterable[str] = ()) -> list[inspect.Parameter]:
+def judge_params(
+    panel: str | None = None, *, short: bool = False, skip: Iterable[str] = (), old_spellings: bool = False
+) -> list[inspect.Parameter]:
     """JudgeConfig's options, one per field, for a typer command (``mcoder.cli.options``).
 
     ``panel``: one help panel for them all (None: a panel per section of JudgeConfig);
-    ``short``: ``-w`` for --workers as well (where no other option has it); ``skip``: fields left out."""
+    ``short``: ``-w`` for --workers as well (where no other option has it); ``skip``: fields left
+    out; ``old_spellings``: also accept the judge's earlier flags, hidden (``ALIASES``)."""
     from mcoder.judge.config import JudgeConfig
 
     return config_options(
@@ -51,7 +54,7 @@ def judge_params(panel: str | None = None, *, short: bool = False, skip: Iterabl
         names={**NAMES, **(SHORT if short else {})},
         panel=panel,
         skip=skip,
-        aliases=ALIASES,
+        aliases=ALIASES if old_spellings else None,
     )
 
 
@@ -74,7 +77,7 @@ def register(app: typer.Typer) -> None:
             help="Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout.",
             example="mcoder judge -p problems.jsonl -r rollouts.jsonl -o verdicts.jsonl --workers 8",
         )
-    )(with_options(judge, [*written, *judge_params(short=True)]))  # fmt: skip
+    )(with_options(judge, [*written, *judge_params(short=True, old_spellings=True)]))  # fmt: skip
 
 
 @guarded

@@ -30,7 +30,7 @@ EPILOG = (
 def _params() -> list:
     return [
         *config_options(ServeConfig, names={"port": ("--port",)}, panel="Service"),
-        *judge_params("Judge", short=True, skip={"first_uid"}),
+        *judge_params("Judge", short=True, skip={"first_uid"}, old_spellings=True),
         option("quiet", bool, "--quiet", "-q", default=False, help="No news on stderr."),
     ]
 
