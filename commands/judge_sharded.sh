@@ -18,7 +18,7 @@
 #   # then: sbatch --dependency=afterok:$ARRAY_JOB_ID --wrap "judge_sharded.sh --rollouts R --out V --shards 16 --merge-only"
 #
 # Sizes (estimates, not measured at this scale): a verdict costs about 0.2-2 CPU-seconds
-# (most programs finish in milliseconds per test; time-outs cost the --timeout, default 6 s,
+# (most programs finish in milliseconds per test; time-outs cost the --timeout-s, default 6 s,
 # per candidate, since a candidate stops at its first failing test). One training step of the
 # paper's shape, 32 problems x G=8 = 256 programs, is then about 1-8 minutes of one core: 16-32
 # judge workers keep it under the rollout time. Judging "hundreds of thousands of programs a day"

@@ -48,7 +48,7 @@ def test_a_report_flag_never_changes_the_data(problem_sets, tmp_path):
     sj = next(s for s in report["stages"] if s["name"] == "special_judge")
     assert sj["notes"]["flagged"] == 1 and sj["removed"] == 0
     # Removing them is asked for by name.
-    r = dataset_build(a, b, "-o", tmp_path / "z.jsonl", "--drop-special-judge", "-q")
+    r = dataset_build(a, b, "-o", tmp_path / "z.jsonl", "--special-judge", "drop", "-q")
     assert r.exit_code == 0, r.output
     assert len(ids(tmp_path / "z.jsonl")) == 1
 

@@ -108,7 +108,8 @@ def test_summary_table_on_stderr(files):
         (["--shard", "3/2"], "--shard"),
         (["--compare", "loose"], "--compare"),
         (["--reward", "all"], "--reward"),
-        (["--timeout", "0"], "--timeout"),
+        (["--timeout-s", "0"], "--timeout-s"),
+        (["--timeout", "0"], "--timeout-s"),  # the old spelling, still accepted
     ],
 )
 def test_bad_flags_exit_2(files, flags, message):
@@ -271,7 +272,7 @@ def test_out_naming_a_file_of_another_kind_is_refused(files, tmp_path):
     [
         (["--compare", "strict"], 'compare "microcoder" -> "strict"'),
         (["--reward", "fraction"], 'reward "binary" -> "fraction"'),
-        (["--timeout", "2"], "timeout_s 6.0 -> 2.0"),
+        (["--timeout-s", "2"], "timeout_s 6.0 -> 2.0"),
     ],
 )
 def test_a_rerun_with_other_settings_is_refused_and_overwrite_redoes_it(files, flags, words):

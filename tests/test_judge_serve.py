@@ -88,7 +88,7 @@ def start(tmp: Path, *args: str, env: dict | None = None) -> Service:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
-    s = start(tmp, "-w", "2", "--problems", str(EXAMPLES / "stdin.jsonl"), "--timeout", "1")
+    s = start(tmp, "-w", "2", "--problems", str(EXAMPLES / "stdin.jsonl"), "--timeout-s", "1")
     yield s
     assert s.stop() == 0
 
@@ -127,7 +127,7 @@ def test_native_verdicts_are_the_bytes_mcoder_judge_writes(service, tmp_path):
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "v.jsonl"
     cli = CliRunner().invoke(app, ["judge", "-p", str(tmp_path / "p.jsonl"), "-r", str(tmp_path / "r.jsonl"),
-                                   "-o", str(out), "-w", "2", "--timeout", "1", "-q"])  # fmt: skip
+                                   "-o", str(out), "-w", "2", "--timeout-s", "1", "-q"])  # fmt: skip
     assert cli.exit_code == 0, cli.output
     assert without_time(res.content) == without_time(out.read_bytes())
     statuses = [json.loads(line)["status"] for line in res.content.splitlines()]
@@ -210,7 +210,7 @@ def test_programs_reach_no_network_not_even_the_service(service):
 
 
 def test_busy_at_once_size_and_token_limits_and_sigterm_lets_work_in_flight_finish(tmp_path):
-    s = start(tmp_path, "-w", "1", "--capacity", "1", "--max-request-mb", "0.01", "--timeout", "1",
+    s = start(tmp_path, "-w", "1", "--capacity", "1", "--max-request-mb", "0.01", "--timeout-s", "1",
               env={"MCODER_JUDGE_TOKEN": "s3cret"})  # fmt: skip
     auth = {"Authorization": "Bearer s3cret"}
     try:
@@ -287,7 +287,7 @@ def test_red_team_programs_get_the_same_verdicts_through_the_service(tmp_path):
     programs = _adversarial_programs(RED_TEAM)
     assert len(programs) >= 7
     contained = Problem(id="contained", source="t", question="", tests=list(adv.CONTAINED))
-    limits = ["-w", "1", "--timeout", "1", "--memory-mb", "400", "--max-processes", "16", "--no-cache"]
+    limits = ["-w", "1", "--timeout-s", "1", "--memory-mb", "400", "--max-processes", "16", "--no-cache"]
     cfg = JudgeConfig(workers=1, timeout_s=1.0, memory_mb=400, max_processes=16, cache=False)
     s = start(tmp_path, *limits)
     try:
@@ -314,8 +314,8 @@ def test_red_team_programs_get_the_same_verdicts_through_the_service(tmp_path):
 
 @pytest.mark.slow
 def test_a_service_killed_mid_batch_loses_and_doubles_no_verdict(tmp_path):
-    a = start(tmp_path, "-w", "1", "--timeout", "2", "--no-cache")
-    b = start(tmp_path, "-w", "1", "--timeout", "2", "--no-cache")
+    a = start(tmp_path, "-w", "1", "--timeout-s", "2", "--no-cache")
+    b = start(tmp_path, "-w", "1", "--timeout-s", "2", "--no-cache")
     ps = problems()[:6]
     slow = "import time\ntime.sleep(0.1)\n"  # each group takes a while on one worker
     rollouts, by_id = [], {p.id: p for p in ps}

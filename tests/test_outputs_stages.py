@@ -50,11 +50,11 @@ def test_overwrite_keeps_the_old_verdicts_when_the_inputs_are_wrong(tmp_path):
     out = tmp_path / "v.jsonl"
     assert judge("-p", problems, "-r", rollouts, "-o", out).exit_code == 0
     before, meta = out.read_bytes(), read_sidecar(out)
-    res = judge("-p", tmp_path / "typo.jsonl", "-r", rollouts, "-o", out, "--timeout", "3", "--overwrite")
+    res = judge("-p", tmp_path / "typo.jsonl", "-r", rollouts, "-o", out, "--timeout-s", "3", "--overwrite")
     assert res.exit_code == 2 and "no such file" in res.stderr, res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "problem_id": \n')
-    res = judge("-p", problems, "-r", bad, "-o", out, "--timeout", "3", "--overwrite")
+    res = judge("-p", problems, "-r", bad, "-o", out, "--timeout-s", "3", "--overwrite")
     assert res.exit_code == 3, res.output
     assert out.read_bytes() == before and read_sidecar(out) == meta  # the earlier output, whole
     assert not aside_path(out).exists() and not Path(f"{out}.part").exists()
@@ -229,7 +229,7 @@ def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(t
     rollouts = _rollouts(tmp_path, problems, [ECHO, *[SLEEPS] * 5])
     out = tmp_path / "v.jsonl"
     argv = [sys.executable, "-m", "mcoder", "judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
-            "-w", "1", "--timeout", "1", "--wall-factor", "2", "--no-cache"]  # fmt: skip
+            "-w", "1", "--timeout-s", "1", "--wall-factor", "2", "--no-cache"]  # fmt: skip
     # its own session: SIGINT to the whole group, as a terminal's Ctrl-C reaches every process in it
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
     part = Path(f"{out}.part")

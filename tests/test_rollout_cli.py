@@ -142,8 +142,8 @@ def test_schedule_gives_the_stage_temperature(tiny_model, src, tmp_path):
         (["--n", "0"], 2, "at least one sample"),
         (["--temperature", "1.0", "--temperature-schedule", "0.6@0"], 2, "both given"),
         (["--temperature-schedule", "0.6@3"], 2, "step 0"),
-        (["--engine", "tpu"], 2, "unknown engine"),
-        (["--long-prompts", "truncate"], 2, "--long-prompts truncate"),
+        (["--engine", "tpu"], 2, "unknown --engine"),
+        (["--long-prompts", "truncate"], 2, "unknown --long-prompts"),
     ],
 )
 def test_bad_flags_exit_2(tiny_model, src, tmp_path, extra, code, words):
@@ -270,3 +270,47 @@ def test_temperature_auto_leaves_a_record_file_it_did_not_write_alone(tiny_model
                   "--probe-problems", "2", "--diversity-target", "0.5")
     assert res.exit_code == 2 and "mcoder did not write it" in res.stderr, res.output
     assert theirs.read_text() == '{"temperature": 9.0, "table": []}\n'
+
+
+def test_the_temperature_is_parsed_once_and_saved_as_its_text():
+    """A temperature enters as text or a number and is parsed where the config is made (a bad one
+    refused there); it is saved, compared and read back as the text it was given, so a run's
+    RUN/config.json and an output's settings are the same as before it was typed."""
+    from mcoder.config import from_dict
+    from mcoder.errors import UsageError
+    from mcoder.loop.config import LoopConfig
+    from mcoder.rollout.sampling import SamplingConfig
+    from mcoder.rollout.temperature import TemperatureSpec
+
+    staged = SamplingConfig(temperature="0.6@0,1.2@140")
+    assert isinstance(staged.temperature, TemperatureSpec) and staged.temperature.schedule.at(140) == 1.2
+    assert SamplingConfig(temperature=0.7).temperature.fixed == 0.7
+    assert SamplingConfig(temperature="auto").spec.auto and SamplingConfig().spec.fixed == 1.0
+    with pytest.raises(UsageError, match="not a number"):
+        SamplingConfig(temperature="hot")
+    saved = json.loads(json.dumps(dataclasses.asdict(staged)))
+    assert saved["temperature"] == "0.6@0,1.2@140" and orjson.dumps(staged.temperature) == b'"0.6@0,1.2@140"'
+    back = from_dict(SamplingConfig, saved)
+    assert back == staged and back.temperature.schedule == staged.temperature.schedule
+    run = LoopConfig(model="m", problems="p.jsonl", run_dir="r", sampling=SamplingConfig(temperature="auto"))
+    assert json.loads(run.to_json())["sampling"]["temperature"] == "auto"
+    # set after construction (as a command may), it is parsed when the config is validated
+    later = SamplingConfig()
+    later.temperature = "0.9"
+    assert later.validate().temperature.fixed == 0.9 and isinstance(later.temperature, TemperatureSpec)
+
+
+def test_temperature_candidates_are_given_as_text_and_kept_as_a_tuple(tiny_model, src, tmp_path):
+    """--temperature-candidates START:STOP:STEP or a,b,c: the config parses it (same result as before)."""
+    import typer.main
+
+    from mcoder.cli.rollout import make_config
+
+    command = typer.main.get_command(app).commands["rollout"]  # type: ignore[attr-defined]
+    base = ["-p", "p.jsonl", "-m", "m", "-o", "o.jsonl"]
+    cfg = make_config(command.make_context("rollout", [*base, "--temperature-candidates", "0.6:1.0:0.2"]).params)
+    assert cfg.temperature_candidates == (0.6, 0.8, 1.0)
+    cfg = make_config(command.make_context("rollout", [*base, "--temperature-candidates", "0.5,1.5"]).params)
+    assert cfg.temperature_candidates == (0.5, 1.5)
+    res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--temperature", "auto", "--temperature-candidates", "x")
+    assert res.exit_code == 2 and "bad temperature candidates" in res.stderr

@@ -41,13 +41,13 @@ def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
 def test_when_no_candidate_reaches_the_target_the_hottest_is_used(tiny_model):
     tok = load_tokenizer(tiny_model)
     engine = HFEngine(peaky(load_model(tiny_model), 50.0), tok)
-    t, rows = select_temperature(engine, tok, problems(1), candidates=[0.6, 0.9], n=3, max_tokens=6, target=0.99)
+    t, rows = select_temperature(engine, tok, problems(1), candidates=[0.6, 0.9], n=3, max_tokens=6, seed=0, target=0.99)
     assert t == 0.9 and all(d < 0.99 for _, d in rows)
 
 
 def test_selection_rejects_groups_of_one(tiny_model):
     with pytest.raises(UsageError, match="at least 2"):
-        select_temperature(None, None, problems(1), n=1)
+        select_temperature(None, None, problems(1), n=1, max_tokens=8, seed=0)
 
 
 def test_schedule_switches_only_at_its_boundaries():

@@ -201,6 +201,7 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
             candidates=(0.6, 1.0, 1.4, 1.8),
             n=8,
             max_tokens=64,
+            seed=0,
             judge=judge,
         )
     d = [x for _, x in rows]

@@ -23,6 +23,11 @@ from typing import Any, Literal, get_args, get_origin
 
 from mcoder.errors import UsageError
 
+TEXT = {"text": True}
+"""A field's metadata (``field(..., metadata=TEXT)``): the command line takes the field as text
+(a temperature 'T@STEP,...', candidates '0.6:1.8:0.2'), which the dataclass itself parses in its
+``__post_init__``."""
+
 
 @dataclass(frozen=True)
 class FieldDoc:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcoder.bench.gates import Gates
+from mcoder.config import TEXT
 from mcoder.errors import UsageError
 
 DEFAULT_KS = (1,)
@@ -23,8 +24,8 @@ class BenchConfig:
     """Verdicts JSONL to score ('-' for stdin), or a LiveCodeBench results file (*_eval_all.json)."""
     rollouts: Path | None = None
     """Rollouts JSONL the verdicts were judged from: the outputs and programs of --lcb-out."""
-    ks: tuple[int, ...] = DEFAULT_KS
-    """The k of pass@k, ascending; 1 is always included (the summary line reports pass@1)."""
+    ks: tuple[int, ...] = field(default=DEFAULT_KS, metadata=TEXT)
+    """The k of pass@k, comma-separated; 1 is always included (the summary line reports pass@1)."""
     baseline: Path | None = None
     """Verdicts of another model on the same problems (or a LiveCodeBench results file, e.g. a
     published submission): every cell gets a delta against it."""
@@ -38,8 +39,8 @@ class BenchConfig:
     """Write JUnit XML here ('-' for stdout): a test case per problem, for CI systems to show."""
     gates: Gates = field(default_factory=Gates)
     """CI gates: exit 5 when pass@1 is under a floor or the results regressed against the baseline."""
-    rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS
-    """Numeric difficulty (a rating) below the first bound is easy, below the second medium, else hard."""
+    rating_bounds: tuple[float, float] = field(default=DEFAULT_RATING_BOUNDS, metadata=TEXT)
+    """Numeric difficulty (a rating) below the first bound is easy, below the second medium, else hard: LO,HI."""
     run_dirs: list[Path] = field(default_factory=list)
     """Training run folders, each holding metrics.jsonl, to plot on shared axes."""
     plots: bool = False
@@ -48,6 +49,10 @@ class BenchConfig:
     """Folder for the PNG figures; default RUN/plots for a single run (required for several)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.ks, str):  # the command line's '1,4,8'
+            self.ks = parse_ks(self.ks)
+        if isinstance(self.rating_bounds, str):  # 'LO,HI'
+            self.rating_bounds = parse_rating_bounds(self.rating_bounds)
         self.validate()
 
     @property

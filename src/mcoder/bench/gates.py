@@ -15,9 +15,10 @@ Every gate is checked and every failure reported, not only the first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcoder.bench.table import ProblemTally, Table
+from mcoder.config import TEXT
 from mcoder.errors import UsageError
 
 EPS = 1e-9  # float slack for the pass@1 comparisons: a value equal to the floor passes
@@ -25,12 +26,16 @@ EPS = 1e-9  # float slack for the pass@1 comparisons: a value equal to the floor
 
 @dataclass(frozen=True, slots=True)
 class Gates:
-    fail_under: float | None = None
-    """pass@1 floor over all evaluated problems, a fraction 0..1."""
+    fail_under: float | None = field(default=None, metadata=TEXT)
+    """pass@1 floor over all evaluated problems: a fraction 0..1 or a percentage (0.6 or 60%)."""
     fail_on_regression: bool = False
     """Fail when any problem's pass@1 is lower than in the baseline."""
     max_drop: float | None = None
     """Fail when pass@1 over all fell more than this many percentage points below the baseline's."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.fail_under, str):  # the command line's '0.6' or '60%'
+            object.__setattr__(self, "fail_under", parse_rate(self.fail_under))
 
     @property
     def any(self) -> bool:

@@ -13,7 +13,7 @@ import orjson
 
 from mcoder import console
 from mcoder.bench import gates, lcb_results, render
-from mcoder.bench.config import DEFAULT_RATING_BOUNDS, BenchConfig
+from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, BenchConfig
 from mcoder.bench.gates import Change
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
@@ -117,7 +117,7 @@ def _inputs(cfg: BenchConfig) -> dict:
 def score(
     problems_path: str | os.PathLike,
     verdicts_path: str | os.PathLike,
-    ks: tuple[int, ...] = (1,),
+    ks: tuple[int, ...] = DEFAULT_KS,
     baseline_path: str | os.PathLike | None = None,
     rating_bounds: tuple[float, float] = DEFAULT_RATING_BOUNDS,
 ) -> BenchResult:

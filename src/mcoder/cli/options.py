@@ -9,6 +9,12 @@ help. A subcommand lists its own few options by hand and adds these::
     train = with_options(_train, [*explicit, *params])
     ...
     values = given(TrainConfig, kwargs)        # {field: value} of the options the user gave
+
+A field whose command-line form is text of its own (``0.6:1.8:0.2`` for a tuple of floats, a
+temperature that is a number, ``auto`` or a schedule) says so in its metadata,
+``field(..., metadata=TEXT)``: the option reads text, and the dataclass parses it (in
+``__post_init__``, the one boundary, whoever builds the config; its errors are usage errors).
+A flag renamed once can stay as a hidden, deprecated spelling (``aliases``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,18 @@ from typing import Annotated, Any, get_args, get_origin
 import typer
 
 from mcoder.config import choices_of, field_docs, field_types, flag
+
+
+@dataclasses.dataclass(frozen=True)
+class FromField:
+    """The mark a generated option carries in its ``Annotated`` metadata: the field it sets, the
+    default the command claims for it, and whether it is a hidden older spelling (an alias). The
+    defaults test reads it to tell generated options from hand-written ones."""
+
+    cls: type
+    name: str
+    default: Any
+    alias: bool = False
 
 
 def _cli_type(tp: Any) -> Any:
@@ -42,6 +60,8 @@ def _cli_type(tp: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, (tuple, list)) and not value:
+        return "none"
     if isinstance(value, (tuple, list)):  # spaced: a long default wraps at 80 columns instead of being cut
         return ", ".join(map(str, value))
     return "off" if value is False else "on" if value is True else str(value)
@@ -60,6 +80,7 @@ def config_options(
     panel: str | None = None,
     note: str = "",
     roles: Mapping[str, Any] | None = None,
+    aliases: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[inspect.Parameter]:
     """Keyword parameters, one per field of ``cls``, for a typer command.
 
@@ -67,7 +88,8 @@ def config_options(
     dataclasses with a field of the same name can share a command; ``names`` overrides a field's
     flags; ``defaults`` are the values the command uses when the option is not given (shown in
     the help); ``preset_values`` (preset -> field -> value) are shown after the help text;
-    ``roles`` marks path fields (``mcoder.cli.common.PathRole``)."""
+    ``roles`` marks path fields (``mcoder.cli.common.PathRole``); ``aliases`` are older flags of a
+    field, accepted but not shown (read back by ``given``)."""
     docs, types_ = field_docs(cls), field_types(cls)
     skip, only = set(skip), (set(only) if only is not None else None)
     names, defaults = names or {}, defaults or {}
@@ -84,11 +106,16 @@ def config_options(
         if presets:
             help_text += " (" + ", ".join(f"{p} {_shown(v)}" for p, v in presets.items()) + ")"
         elif default is not None and default is not dataclasses.MISSING:
-            help_text += f" (default {_shown(default)})"
-        tp = _cli_type(types_[f.name])
+            shown = _as_text(default) if f.metadata.get("text") else _shown(default)
+            help_text += f" (default {shown})"
+        as_text = bool(f.metadata.get("text"))
+        tp = str if as_text else _cli_type(types_[f.name])
         name = flag(flag_prefix + f.name)
         pname = prefix + f.name
-        if tp is bool and default is True and f.name not in names:
+        pair = tp is bool and default is None and f.name not in names  # unset: the config decides
+        if pair:
+            decls = (name,)  # turns it on; its --no- twin (below) turns it off
+        elif tp is bool and default is True and f.name not in names:
             # on by default: one switch that turns it off (read back inverted by ``given``)
             decls, pname = (f"--no-{name[2:]}",), NEGATED + pname
             help_text = "Turn off: " + help_text
@@ -102,16 +129,41 @@ def config_options(
             choices is not None
         ):  # listed in the help (a long <a|b|c> would squeeze the flag names at 80 columns)
             help_text += " Choices: " + ", ".join(map(str, choices)) + "."
-        option = typer.Option(
-            *decls, help=help_text, rich_help_panel=section, show_default=False, metavar=_metavar(tp, choices)
-        )
+        metavar = "<text>" if as_text else _metavar(tp, choices)
+        option = typer.Option(*decls, help=help_text, rich_help_panel=section, show_default=False, metavar=metavar)
         role = (roles or {}).get(f.name)
-        annotation = Annotated[tp | None, option, role] if role is not None else Annotated[tp | None, option]
+        cli_tp = tp | None
+        mark = FromField(cls, f.name, default)
+        marks = (mark, role) if role is not None else (mark,)
+        annotation = Annotated[(cli_tp, option, *marks)]
         params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
+        if pair:  # a row of its own (a --x/--no-x pair would widen the flag column of every row)
+            off = typer.Option(f"--no-{name[2:]}", help="Turn off: " + help_text, rich_help_panel=section, metavar="")
+            params.append(
+                inspect.Parameter(
+                    NEGATED + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, off, mark]
+                )
+            )
+        for old in (aliases or {}).get(f.name, ()):
+            hidden = typer.Option(old, hidden=True, help=f"Deprecated spelling of {decls[0].split('/')[0]}.")
+            alias = dataclasses.replace(mark, alias=True)
+            params.append(
+                inspect.Parameter(
+                    ALIAS + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, hidden, alias]
+                )
+            )
     return params
 
 
 NEGATED = "not__"  # parameter-name mark of a --no-X switch
+ALIAS = "alias__"  # parameter-name mark of a hidden, deprecated spelling of a field's flag
+
+
+def _as_text(value: Any) -> str:
+    """A default the way the option is written: '1400,2000', not '1400.0, 2000.0'."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
 
 
 def _metavar(tp: Any, choices: tuple[Any, ...] | None) -> str | None:
@@ -139,11 +191,13 @@ def given(cls: type, values: Mapping[str, Any], prefix: str = "") -> dict[str, A
     out = {}
     for f in dataclasses.fields(cls):
         v = values.get(prefix + f.name)
+        if v is None or (isinstance(v, (list, tuple)) and not v):
+            v = values.get(ALIAS + prefix + f.name)
         if values.get(NEGATED + prefix + f.name):
             v = False
         if v is None or (isinstance(v, (list, tuple)) and not v):
             continue  # a repeated option given no time comes as an empty sequence
-        if isinstance(v, list) and get_origin(field_types(cls)[f.name]) is tuple:
+        if isinstance(v, list) and get_origin(field_types(cls)[f.name]) is tuple:  # (text stays text)
             v = tuple(v)
         out[f.name] = v
     return out

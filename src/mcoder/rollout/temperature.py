@@ -54,7 +54,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from mcoder.console import warn
 from mcoder.errors import UsageError
@@ -271,9 +271,9 @@ def probe_temperatures(
     problems: Sequence[Problem],
     *,
     candidates: Sequence[float] = DEFAULT_CANDIDATES,
-    n: int = 8,
-    max_tokens: int = 512,
-    seed: int = 0,
+    n: int,
+    max_tokens: int,
+    seed: int,
     measure: str = "lexical",
     judge: Any = None,
 ) -> tuple[list[tuple[float, float]], list[float] | None, list[float] | None]:
@@ -325,9 +325,9 @@ def select_temperature(
     target: float | None = None,
     rule: TemperatureRule = "knee",
     rise: float = DEFAULT_RISE,
-    n: int = 8,
-    max_tokens: int = 512,
-    seed: int = 0,
+    n: int,
+    max_tokens: int,
+    seed: int,
     measure: str = "lexical",
 ) -> tuple[float, list[tuple[float, float]]]:
     """(chosen temperature, [(T, D(T)) for each candidate]): ``diversity_table`` then
@@ -412,36 +412,65 @@ class TemperatureSchedule:
         return ",".join(f"{t:g}@{start}" for start, t in self.stages)
 
 
-@dataclass(frozen=True)
-class TemperatureSpec:
-    """A ``--temperature`` as given, parsed once: a number, ``auto`` (chosen by measured diversity),
-    or a staged schedule ``T@STEP,...``. Exactly one of ``fixed``/``schedule`` is set unless auto."""
+class TemperatureSpec(str):
+    """A sampling temperature, parsed once where it enters (the command line, a config, JSON): a
+    number (``fixed``), ``auto`` (chosen by measured diversity) or a staged schedule ``T@STEP,...``
+    (``schedule``). Exactly one of ``fixed``/``schedule`` is set unless it is auto.
 
-    text: str
-    fixed: float | None = None
-    schedule: TemperatureSchedule | None = None
+    The value is also its text (a ``str``), as given: a config holding it saves, fingerprints and
+    compares exactly as the text did, so RUN/config.json and the outputs' settings read back the
+    same. ``TemperatureSpec(x)`` of a spec is that spec; of anything else it parses ``str(x)``."""
+
+    fixed: float | None
+    schedule: TemperatureSchedule | None
+
+    def __new__(cls, value: str | float) -> Self:
+        if isinstance(value, TemperatureSpec):
+            return value
+        text = str(value).strip()
+        fixed, schedule = None, None
+        if "@" in text:
+            schedule = TemperatureSchedule.parse(text)
+        elif text != "auto":
+            try:
+                fixed = float(text)
+            except ValueError:
+                raise UsageError(
+                    f"bad --temperature {text!r}: not a number, auto or a schedule",
+                    hint="a number, 'auto', or a schedule 'T@STEP,...'",
+                ) from None
+            if fixed < 0:
+                raise UsageError(f"--temperature {fixed:g} is negative", hint="0 is greedy; sampling uses > 0")
+        spec = super().__new__(cls, text)
+        object.__setattr__(spec, "fixed", fixed)
+        object.__setattr__(spec, "schedule", schedule)
+        return spec
+
+    @classmethod
+    def parse(cls, value: str | float) -> TemperatureSpec:
+        return cls(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a TemperatureSpec is immutable ({name})")
+
+    def __reduce__(self):  # copies and pickles parse the text again
+        return (TemperatureSpec, (str(self),))
 
     @property
     def auto(self) -> bool:
         return self.fixed is None and self.schedule is None
 
-    @classmethod
-    def parse(cls, text: str | float) -> TemperatureSpec:
-        text = str(text).strip()
-        if text == "auto":
-            return cls(text)
-        if "@" in text:
-            return cls(text, schedule=TemperatureSchedule.parse(text))
-        try:
-            t = float(text)
-        except ValueError:
-            raise UsageError(
-                f"bad --temperature {text!r}: not a number, auto or a schedule",
-                hint="a number, 'auto', or a schedule 'T@STEP,...'",
-            ) from None
-        if t < 0:
-            raise UsageError(f"--temperature {t:g} is negative", hint="0 is greedy; sampling uses > 0")
-        return cls(text, fixed=t)
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
 
     def __str__(self) -> str:
-        return self.text
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"TemperatureSpec({str.__str__(self)!r})"
+
+
+def temperature_spec(value: str | float | None) -> TemperatureSpec | None:
+    """A temperature option's value as a spec (None stays None: not given)."""
+    return None if value is None else TemperatureSpec(value)

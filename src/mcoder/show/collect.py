@@ -96,9 +96,22 @@ class Batch:
 @dataclass
 class Filters:
     statuses: tuple[str, ...] = ()
+    """Only samples with this verdict status (repeatable)."""
     masked: bool = False
-    problems: tuple[str, ...] = ()
+    """Only samples the truncation mask zeroed."""
+    problem_ids: tuple[str, ...] = ()
+    """Only this problem id (repeatable)."""
     rollout_id: str | None = None
+    """One rollout, shown in full."""
+
+    def __post_init__(self) -> None:
+        from mcoder.records import STATUSES
+
+        self.statuses, self.problem_ids = tuple(self.statuses), tuple(self.problem_ids)
+        known = (*STATUSES, UNJUDGED)
+        unknown = [s for s in self.statuses if s not in known]
+        if unknown:
+            raise UsageError(f"--status {unknown[0]!r} is not a verdict status", hint="one of " + ", ".join(known))
 
     def keep(self, s: Shown) -> bool:
         if self.rollout_id is not None and s.id != self.rollout_id:
@@ -107,11 +120,11 @@ class Filters:
             return False
         if self.masked and not s.masked:
             return False
-        return not self.problems or s.problem_id in self.problems
+        return not self.problem_ids or s.problem_id in self.problem_ids
 
 
 def load(
-    target: Path, *, verdicts: Path | None = None, problems: Path | None = None, step: str = "last"
+    target: Path, *, verdicts: Path | None = None, problems: Path | None = None, step: str
 ) -> Batch:
     """Read the target (see the module docstring) into a Batch, problems attached."""
     if not target.exists():

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcoder import console
+from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, parse_ks, parse_rating_bounds
+from mcoder.config import TEXT
 from mcoder.errors import DataError, UsageError
 from mcoder.show import collect, terminal
 
@@ -30,8 +32,18 @@ class ShowConfig:
     """At most this many samples in full (0: no limit)."""
     html: Path | None = None
     """Write a self-contained HTML report here."""
-    ks: tuple[int, ...] = (1,)
-    rating_bounds: tuple[float, float] = (1400.0, 2000.0)
+    ks: tuple[int, ...] = field(default=DEFAULT_KS, metadata=TEXT)
+    """The k of the report's pass@k, comma-separated."""
+    rating_bounds: tuple[float, float] = field(default=DEFAULT_RATING_BOUNDS, metadata=TEXT)
+    """The report's difficulty of a rated problem: below LO easy, below HI medium, else hard (LO,HI)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ks, str):  # the command line's '1,4,8'
+            self.ks = parse_ks(self.ks)
+        if isinstance(self.rating_bounds, str):
+            self.rating_bounds = parse_rating_bounds(self.rating_bounds)
+        if self.limit < 0:
+            raise UsageError(f"--limit {self.limit} is negative", hint="0 shows every sample")
 
 
 def run(cfg: ShowConfig) -> list[collect.Shown]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from mcoder.config import TEXT
 from mcoder.dataset.filter.special_judge import special_judge_phrase
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.errors import UsageError
@@ -32,7 +33,7 @@ class FilterConfig:
 
     after: str | None = None
     """Keep problems dated on or after this day (YYYY-MM-DD); undated problems are removed."""
-    min_tests: int = 1
+    min_tests: int = 0
     """Remove problems with fewer tests than this (problems without tests go at any setting)."""
     min_chars: int = 0
     """Remove problems whose statement is shorter than this many characters."""
@@ -55,10 +56,14 @@ class FilterConfig:
     """Share of a benchmark statement's n-grams (at least 50 counted) found in a problem that marks it contaminated."""
     difficulty_from: list[Path] = field(default_factory=list)
     """Verdict files of the target model on these problems (rollout + judge)."""
-    keep_pass_rate: tuple[float, float] | None = None
-    """Keep problems whose pass rate lies in [LO, HI]; needs difficulty_from."""
+    keep_pass_rate: tuple[float, float] | None = field(default=None, metadata=TEXT)
+    """Keep problems whose pass rate lies in [LO, HI] (given as LO,HI); needs difficulty_from."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.keep_pass_rate, str):  # LO,HI: the command line's form
+            from mcoder.dataset.filter.difficulty import parse_band
+
+            self.keep_pass_rate = parse_band(self.keep_pass_rate)
         if self.after is not None:
             _check_date(self.after)
         if self.special_judge not in SPECIAL_JUDGE:
