@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from mcoder.cli import judge as cli_judge
 from mcoder.cli.common import INPUT, OUTPUT_DIR, apply_quiet, guarded
 from mcoder.cli.options import config_options, given, option, with_options
 from mcoder.judge.config import JudgeConfig
@@ -43,12 +44,12 @@ SAMPLING_NAMES = {"n": ("--n", "-n"), "temperature": ("--temperature", "-t")}
 
 
 def judge_params() -> list[inspect.Parameter]:
-    return config_options(JudgeConfig, names={"allow_packages": ("--allow-package",)}, panel="Judge")
+    return cli_judge.judge_params(panel="Judge")
 
 
 def judge_values(kw: dict[str, Any]) -> dict[str, Any]:
     """The judge settings the user gave as options (``{field: value}``)."""
-    return given(JudgeConfig, kw)
+    return given(JudgeConfig, kw, prefix=cli_judge.PREFIX)
 
 
 # ---------------------------------------------------------------- the command
