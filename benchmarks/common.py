@@ -268,10 +268,10 @@ def heldout(model: Path, out: Path, args: argparse.Namespace, seed: int, log: Pa
 
 
 def loop_command(warm: Path, run: Path, args: argparse.Namespace, seed: int, algo: str) -> list[str]:
-    """`mcoder train --loop` from the warm start at the measurement's sizes, a checkpoint at the
+    """`mcoder loop` from the warm start at the measurement's sizes, a checkpoint at the
     end; the caller adds its own settings after it."""
     return mcoder(
-        "train", "--loop", "--model", warm, "--problems", args.train, "--run-dir", run, "--algo", algo,
+        "loop", "--model", warm, "--problems", args.train, "--run-dir", run, "--algo", algo,
         "--steps", args.steps, "--n", args.n, "--train-batch-size", args.batch,
         "--mini-batch-size", args.mini_batch, "--micro-batch-size", args.micro_batch,
         "--max-tokens", args.max_tokens, "--lr", args.lr, "--seed", seed, "--save-every", args.steps, "-q",

@@ -7,7 +7,7 @@
      chip's bfloat16 peak, peak GPU memory; a length that runs out of memory reads OOM;
   3. the same update through FSDP2 (`fully_shard`, mcoder.train.distributed.FSDPTrainer) in a
      one-process group, at --fsdp-length;
-  4. the loop's step broken down (`mcoder train --loop --engine hf`: sample / judge / update), from
+  4. the loop's step broken down (`mcoder loop --engine hf`: sample / judge / update), from
      benchmarks/loop_speed.py.
 
 The model is a real Qwen3-1.7B architecture with random weights built from its config (mcoder.testing),
@@ -297,7 +297,7 @@ def loop_stage(a, out: Path) -> tuple[int, str]:
     cmd = [
         sys.executable, str(ROOT / "benchmarks" / "loop_speed.py"), *shape, "--cases", "hf-full",
         "--sync-models", "", "--steps", a.loop_steps, "--problems", a.loop_problems, "--n", a.n,
-        "--max-tokens", a.loop_tokens, "--judge-workers", a.judge_workers, "--unsafe-no-sandbox",
+        "--max-tokens", a.loop_tokens, "--workers", a.judge_workers, "--unsafe-no-sandbox",
         "--models-dir", out / "models",
     ]  # fmt: skip
     rc, _, text = run(list(map(str, cmd)), out / "loop.log")
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--loop-problems", type=int, default=4)
     p.add_argument("--loop-tokens", type=int, default=1024)
-    p.add_argument("--judge-workers", type=int, default=8)
+    p.add_argument("--workers", type=int, default=8)
     p.add_argument("--fsdp-case", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.fsdp_case:

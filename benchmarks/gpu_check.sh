@@ -2,7 +2,7 @@
 # The paper's regime on one GPU, in under 10 minutes: a Qwen3-1.7B-shaped model with random weights
 # (python -m mcoder.testing --shape qwen3-1.7b), then benchmarks/loop_speed.py on it:
 #   - vLLM sampling alone: 8 prompts x G=4 up to 4,096 tokens each (tokens/s);
-#   - three full-parameter `train --loop --engine vllm` steps (4 problems x G=4, 1,024 tokens), the
+#   - three full-parameter `mcoder loop --engine vllm` steps (4 problems x G=4, 1,024 tokens), the
 #     new weights streamed into the running engine before each rollout: the step broken down
 #     into sample / judge / update / sync;
 #   - the sync alone: seconds for the 2.0B parameters and vLLM's log-probs against the trainer's

@@ -11,7 +11,7 @@ mean probability that it writes the reference programs of 48 train problems the 
 (the same 48 for every seed; near the target the pass slows down and the gate reads every step),
 so that every seed starts from a comparable policy above the share that guessing the constant
 reaches; its held-out pass@1 is measured with
-`mcoder rollout` + `mcoder judge` + `mcoder bench`; then `mcoder train --loop` runs
+`mcoder rollout` + `mcoder judge` + `mcoder bench`; then `mcoder loop` runs
 MicroCoder-GRPO and plain GRPO from that same warm start on the train problems, and the
 held-out pass@1 of each final checkpoint is measured the same way. Goal: +15 points
 over the warm start within 30 minutes on a 2-core CPU, over 3 seeds.

@@ -11,7 +11,7 @@ to 66 tokens against an L_max of 56, which 52 of the 240 train references and 20
 held-out ones exceed), so a share of the samples is cut off by the limit before the program
 finishes: outputs that are incomplete, not wrong, which is what truncation masking is about. For each seed, the warm start (``python -m mcoder.warmstart``) gives a tiny model a gated supervised
 pass on the train part; then every arm trains from that same warm start with
-`mcoder train --loop --algo microcoder-grpo`, changing one setting:
+`mcoder loop --algo microcoder-grpo`, changing one setting:
 
 - truncation handling at T = 1.0: ``trunc-none`` (no masking: a cut-off output is an ordinary
   failure), ``trunc-all`` (DAPO: every cut-off output masked), ``cond-0.1`` and ``cond-0.3``

@@ -1,7 +1,7 @@
 """Where a loop step's time goes: sample, judge, update, sync, for the hf and vLLM engines, full
 fine-tuning and LoRA; and how long a full-weight sync into vLLM takes against parameter count.
 
-Loop cases: ``mcoder train --loop`` (``run_loop``) on the bundled problems, each case in a fresh
+Loop cases: ``mcoder loop`` (``run_loop``) on the bundled problems, each case in a fresh
 subprocess (one vLLM engine at a time; peak RSS per case), ``--steps`` steps; reported are the
 means over the steps after the first (the first has no sync and warms up), from the run's own
 ``metrics.jsonl`` (time/rollout, time/judge and the part of it hidden behind sampling,

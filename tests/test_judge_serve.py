@@ -361,7 +361,7 @@ def test_the_load_is_answered_and_judged_right(service):
 
 @pytest.mark.slow
 def test_the_loop_judges_through_two_services_and_survives_one_killed(tiny_model, tmp_path):
-    """`mcoder train --loop --judge-url A --judge-url B`: B is killed once step 1 is written; step 2
+    """`mcoder loop --judge-url A --judge-url B`: B is killed once step 1 is written; step 2
     is judged by A alone, and every step's verdicts are `mcoder judge`'s on its rollouts."""
     a = start(tmp_path, "-w", "1")
     b = start(tmp_path, "-w", "1")
@@ -378,7 +378,7 @@ def test_the_loop_judges_through_two_services_and_survives_one_killed(tiny_model
     watcher = threading.Thread(target=kill_b_after_step_1, daemon=True)
     watcher.start()
     args = [
-        "train", "--loop", "--model", str(tiny_model), "--problems", str(EXAMPLES / "stdin.jsonl"),
+        "loop", "--model", str(tiny_model), "--problems", str(EXAMPLES / "stdin.jsonl"),
         "--run-dir", str(run), "--steps", "2", "-n", "2", "--train-batch-size", "2", "--max-tokens", "10",
         "--temperature", "1.0", "--lr", "1e-3", "--seed", "5", "--mini-batch-size", "1", "-q",
         "--judge-url", a.url, "--judge-url", b.url,

@@ -112,10 +112,10 @@ def test_report_to_choices_are_checked_before_anything_loads(tmp_path):
 
 def _loop_cmd(model: Path, run: Path) -> list[str]:
     return [
-        sys.executable, "-m", "mcoder", "train", "--loop", "--model", str(model),
+        sys.executable, "-m", "mcoder", "loop", "--model", str(model),
         "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run), "--steps", "4", "--save-every", "2",
         "-n", "2", "--train-batch-size", "2", "--max-tokens", "8", "--temperature", "1.0", "--lr", "1e-3",
-        "--judge-workers", "1", "--seed", "5", "-q", *BOTH,
+        "--workers", "1", "--seed", "5", "-q", *BOTH,
     ]  # fmt: skip
 
 

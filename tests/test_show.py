@@ -70,7 +70,7 @@ def _write(path: Path, rows) -> Path:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    """A run folder as `train --loop` leaves it: config.json naming the problems, two steps of
+    """A run folder as `mcoder loop` leaves it: config.json naming the problems, two steps of
     rollouts, verdicts (the real judge) and samples.jsonl rows (the trainer's own Sample.to_row),
     and metrics.jsonl."""
     from mcoder.records import Verdict

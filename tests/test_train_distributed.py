@@ -130,9 +130,9 @@ def test_two_processes_update_equals_one_lora_and_checkpoints_cross(tiny_model, 
 def _loop_args(model: Path, run: Path, steps: int) -> list:
     # -n, not --n: torchrun's own parser would take --n for an abbreviation of its flags
     return [
-        "train", "--loop", "--model", model, "--problems", EXAMPLES / "stdin.jsonl", "--run-dir", run,
+        "loop", "--model", model, "--problems", EXAMPLES / "stdin.jsonl", "--run-dir", run,
         "--steps", steps, "-n", "2", "--train-batch-size", "2", "--max-tokens", "12", "--temperature", "1.0",
-        "--lr", "1e-3", "--judge-workers", "1", "--seed", "5", "--lora-rank", "4",
+        "--lr", "1e-3", "--workers", "1", "--seed", "5", "--lora-rank", "4",
     ]  # fmt: skip
 
 

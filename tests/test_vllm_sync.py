@@ -84,11 +84,11 @@ def test_streamed_weights_are_what_vllm_samples_from(tiny_model, in_process):
 
 def _loop_cmd(model: Path, run: Path, steps: int) -> list[str]:
     return [
-        sys.executable, "-m", "mcoder", "train", "--loop", "--engine", "vllm",
+        sys.executable, "-m", "mcoder", "loop", "--engine", "vllm",
         "--model", str(model), "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
         "--steps", str(steps), "-n", "2", "--train-batch-size", "2", "--mini-batch-size", "2",
         "--max-tokens", "12", "--temperature", "1.0", "--lr", "1e-2", "--seed", "5",
-        "--judge-workers", "1", "--unsafe-no-sandbox",
+        "--workers", "1", "--unsafe-no-sandbox",
         # the random model solves nothing: every advantage is 0 and the loss moves no weight;
         # AdamW's decoupled weight decay still moves every one (1% a step), as an update would
         "--weight-decay", "1.0",
@@ -110,7 +110,7 @@ def _rollouts(run: Path, step: int):
 
 
 def test_full_parameter_loop_killed_and_resumed_samples_from_the_checkpoint(tiny_model, tmp_path):
-    """A full-parameter `train --loop --engine vllm`: every step after the first samples from the
+    """A full-parameter `mcoder loop --engine vllm`: every step after the first samples from the
     weights the previous update left (one update per step, so the trainer's ratio to the sampling
     log-probs is 1 and its KL 0 when the engine is in sync); killed with SIGKILL after step 2's
     checkpoint, the rerun's engine starts from that checkpoint."""
@@ -161,7 +161,7 @@ def _records(path: Path) -> list[dict]:
 
 
 def test_two_processes_each_sample_from_a_synced_engine_and_write_one_process_s_steps(tiny_model, tmp_path):
-    """torchrun with 2 gloo ranks, full-parameter `train --loop --engine vllm`: each rank has an
+    """torchrun with 2 gloo ranks, full-parameter `mcoder loop --engine vllm`: each rank has an
     engine of its own (in a process of its own), is sent the gathered weights a layer at a time
     before step 2 and samples half of the groups from them. The engines hold the trained policy
     (one update per step: the trainer's ratio to the sampling log-probs is 1 and its KL 0, over

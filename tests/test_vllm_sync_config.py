@@ -1,4 +1,4 @@
-"""What `train --loop --engine vllm` accepts, without vllm (these run in `make test`): full
+"""What `mcoder loop --engine vllm` accepts, without vllm (these run in `make test`): full
 fine-tuning is accepted in one process and under torchrun, and refused with a hint where its
 weight sync does not reach (a tensor-parallel engine), rather than sampling from stale weights."""
 

@@ -41,7 +41,7 @@ def read_run(run_dir: Path, label: str) -> RunMetrics:
     if not path.is_file():
         raise McoderError(
             f"no {METRICS_FILE} in {run_dir}",
-            hint="pass the --run-dir of a `mcoder train --loop` run",
+            hint="pass the --run-dir of a `mcoder loop` run",
             exit_code=2,
         )
     run = RunMetrics(label=label, path=path)

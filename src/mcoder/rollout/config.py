@@ -82,7 +82,7 @@ class RolloutConfig(SamplingConfig):
         if self.spec.auto and self.temperature_rule == "spread" and self.diversity_target is None:
             raise UsageError(
                 "--temperature-rule spread reads judged probe rewards, and mcoder rollout does not judge",
-                hint="it is the loop's rule (mcoder train --loop); here use knee or rise",
+                hint="it is the loop's rule (mcoder loop); here use knee or rise",
             )
         if self.batch_size < 1:
             raise UsageError(f"--batch-size {self.batch_size} must be positive")

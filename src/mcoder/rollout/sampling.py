@@ -1,6 +1,6 @@
 """How a policy is sampled: group size, length limit, temperature and its choice by diversity.
 
-One declaration for the settings ``train --loop`` and ``mcoder rollout`` sample with
+One declaration for the settings ``mcoder loop`` and ``mcoder rollout`` sample with
 (``RolloutConfig`` extends this class); each field's docstring is its ``--help`` text. Defaults
 are the loop's (small batches on one machine); rollout's own larger ones are set there.
 """

@@ -129,7 +129,7 @@ def choose_temperature(
         if spreads is None:
             raise UsageError(
                 "--temperature-rule spread reads the judged probe's rewards, and nothing judges it here",
-                hint="it is the loop's rule (mcoder train --loop); use --temperature-rule knee or rise",
+                hint="it is the loop's rule (mcoder loop); use --temperature-rule knee or rise",
             )
         by_diversity = by_spread(table, spreads)
     else:

@@ -2,7 +2,7 @@
 
 A target is one of:
 
-- a run folder of ``train --loop`` (``RUN/config.json``, ``RUN/step_NNNN/``): the samples of one
+- a run folder of ``mcoder loop`` (``RUN/config.json``, ``RUN/step_NNNN/``): the samples of one
   step (the last by default; ``step`` picks another, or ``all``), with the problems file the run
   names in its config;
 - a step folder, or any folder holding ``rollouts.jsonl`` (with ``verdicts.jsonl`` and the
