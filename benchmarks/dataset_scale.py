@@ -217,9 +217,9 @@ def measure(data: Path, n: int, folder: Path, stages: bool = True) -> dict:
 def stage_cpu(bench: str, verdicts: str, sources: list[str]) -> dict[str, float]:
     """CPU seconds of each stage, run as the build runs them, in this (fresh) process."""
     from mcoder.console import set_quiet
-    from mcoder.dataset.collect import collect, find_sources
+    from mcoder.dataset.collect.step import collect, find_sources
     from mcoder.dataset.filter.steps import FilterConfig, filter_steps
-    from mcoder.dataset.process import process
+    from mcoder.dataset.process.step import process
     from mcoder.dataset.report import Removal
     from mcoder.dataset.tally import Tally
 

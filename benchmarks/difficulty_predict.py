@@ -107,7 +107,7 @@ def sample_lines(src: Path, dst: Path, count: int, seed: int) -> Path:
 
 def pass_rates(verdicts: Path) -> dict[str, float]:
     """problem_id -> share of its judged samples that passed (read as `calibrate` reads them)."""
-    from mcoder.dataset.filter.difficulty import read_pass_counts
+    from mcoder.dataset.difficulty.measured import read_pass_counts
 
     return {pid: passed / n for pid, (passed, n) in read_pass_counts([verdicts]).items()}
 
@@ -163,8 +163,8 @@ def label_agreement(problems: Path, scores: Path) -> dict:
     rates): the easy / medium / hard class mcoder reads from each label, and, for Codeforces
     problems, the letter of the problem in its contest (A first), which mcoder keeps as
     meta.source_difficulty. A harder label with a higher score is a positive value."""
-    from mcoder.dataset.calibrate import spearman
-    from mcoder.dataset.predict import read_scores
+    from mcoder.dataset.difficulty.calibrate import spearman
+    from mcoder.dataset.difficulty.predict import read_scores
 
     score = {pid: s for pid, s in read_scores(scores).items() if s is not None}
     by_class, by_letter = [], []
@@ -353,7 +353,7 @@ def ranking(problems: Path, scores: Path, out: Path, args, log: Path) -> dict:
     ok = [r for r in rated if r["status"] == "ok"]
     rates = pass_rates(out.parent / "verdicts.jsonl")
     both = [(r["score"], rates[r["problem_id"]]) for r in ok if r["problem_id"] in rates]
-    from mcoder.dataset.calibrate import spearman
+    from mcoder.dataset.difficulty.calibrate import spearman
 
     raw = spearman([a for a, _ in both], [b for _, b in both]) if len(both) > 2 else None
     return {
@@ -366,7 +366,7 @@ def ranking(problems: Path, scores: Path, out: Path, args, log: Path) -> dict:
 
 
 def _easy(points, score: float, above: float = 0.7) -> bool:
-    from mcoder.dataset.calibrate import interpolate
+    from mcoder.dataset.difficulty.calibrate import interpolate
 
     return interpolate([tuple(p) for p in points], score) > above
 

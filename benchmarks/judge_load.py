@@ -39,8 +39,8 @@ TIMING = {"elapsed_s", "cached"}
 
 def real_programs(limit: int) -> list[tuple[Problem, str]]:
     out: list[tuple[Problem, str]] = []
-    from mcoder.dataset.adapters import humaneval, leetcode
-    from mcoder.dataset.sources import RowRef
+    from mcoder.dataset.collect.sources import RowRef
+    from mcoder.dataset.process.adapters import humaneval, leetcode
 
     for name in ("stdin", "call"):
         path = common.PROBLEMS / f"{name}.jsonl"

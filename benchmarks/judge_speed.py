@@ -61,8 +61,8 @@ def load_sets(limit: int) -> dict[str, list[Problem]]:
     call = common.PROBLEMS / "call.jsonl"
     if call.exists():
         sets["examples-call"] = [from_dict(Problem, json.loads(line)) for line in call.open()][:limit]
-    from mcoder.dataset.adapters import humaneval, leetcode
-    from mcoder.dataset.sources import RowRef
+    from mcoder.dataset.collect.sources import RowRef
+    from mcoder.dataset.process.adapters import humaneval, leetcode
 
     lc = common.shared_data() / "rllm_leetcode_test.json"
     if lc.exists():

@@ -157,8 +157,8 @@ def main() -> None:
 
     import torch
 
+    from mcoder.engines import HFEngine
     from mcoder.models import load_model, load_tokenizer
-    from mcoder.rollout.engines import HFEngine
     from mcoder.testing import make_tiny_model
 
     if args.threads:
@@ -176,7 +176,7 @@ def main() -> None:
         if importlib.util.find_spec("vllm") is None:
             print("vllm: not installed here (run with .venv-vllm/bin/python)")
         else:
-            from mcoder.rollout.engines import VLLMEngine
+            from mcoder.engines import VLLMEngine
 
             start = time.perf_counter()
             engine = VLLMEngine(model_dir, tokenizer=tok, dtype="float32", max_model_len=2048)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import dataset_rows as own
-from mcoder.dataset.adapters import ADAPTERS, detect
-from mcoder.dataset.adapters.humaneval import package_file
-from mcoder.dataset.sources import RowRef, Source
+from mcoder.dataset.collect.sources import RowRef, Source
+from mcoder.dataset.process.adapters import ADAPTERS, detect
+from mcoder.dataset.process.adapters.humaneval import package_file
 from mcoder.errors import DataError
 from mcoder.records import Problem
 

@@ -2,7 +2,7 @@
 
 import json
 
-from mcoder.dataset.asserts import check_tests, signature_params, split_invocation
+from mcoder.dataset.process.asserts import check_tests, signature_params, split_invocation
 
 
 def test_literal_asserts_become_call_tests_with_keywords_put_in_place():

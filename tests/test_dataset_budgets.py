@@ -291,7 +291,7 @@ def test_limit_option_values_are_checked():
 @pytest.mark.parametrize("points", [[[1.0, 1.5]], [[1.0, -0.1]], [[1.0, True]]], ids=str)
 def test_a_calibration_with_pass_rates_outside_0_1_is_refused(tmp_path, points):
     """Pass rates outside [0, 1] (and booleans) were accepted as a calibration."""
-    from mcoder.dataset.calibrate import Calibration
+    from mcoder.dataset.difficulty.calibrate import Calibration
 
     path = tmp_path / "cal.json"
     path.write_text(json.dumps({"points": [[0.0, 0.5], *points], "dimensions": []}) + "\n")

@@ -13,9 +13,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
-from mcoder.dataset.adapters import FORMATS
 from mcoder.dataset.build import build
 from mcoder.dataset.config import BuildConfig
+from mcoder.dataset.process.adapters import FORMATS
 
 runner = CliRunner()
 

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from helpers.dataset_real import examples, real
+from mcoder.dataset.difficulty.measured import difficulty_band, parse_band, read_pass_counts
 from mcoder.dataset.filter.decontam import BenchIndex, decontaminate, load_bench
 from mcoder.dataset.filter.dedup import dedup, exact_duplicates, near_duplicates
-from mcoder.dataset.filter.difficulty import difficulty_band, parse_band, read_pass_counts
 from mcoder.dataset.filter.special_judge import special_judge_phrase
 from mcoder.dataset.filter.steps import (
     FilterConfig,

@@ -46,14 +46,14 @@ from dataset_rows import (
     zlib_bomb,
 )
 from mcoder import console
-from mcoder.dataset.adapters import ADAPTERS
 from mcoder.dataset.budget import Limits, OverBudget
 from mcoder.dataset.build import build
-from mcoder.dataset.check import check_problem
+from mcoder.dataset.collect.sources import RowRef
 from mcoder.dataset.config import BuildConfig
-from mcoder.dataset.plain import Malformed, json_text, unpickle
-from mcoder.dataset.process import UnreadableRow
-from mcoder.dataset.sources import RowRef
+from mcoder.dataset.process.adapters import ADAPTERS
+from mcoder.dataset.process.check import check_problem
+from mcoder.dataset.process.plain import Malformed, json_text, unpickle
+from mcoder.dataset.process.step import UnreadableRow
 from mcoder.errors import DataError
 from mcoder.jsonl import dumps
 from mcoder.records import Problem, Test, to_dict

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 import dataset_rows as own
 from mcoder.cli.app import app
-from mcoder.dataset import hub
 from mcoder.dataset.build import build
+from mcoder.dataset.collect import hub
+from mcoder.dataset.collect.hub import HubSpec
 from mcoder.dataset.config import BuildConfig
-from mcoder.dataset.hub import HubSpec
 from mcoder.errors import UsageError
 from mcoder.jsonl import read_records
 from mcoder.records import Problem

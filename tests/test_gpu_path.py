@@ -241,8 +241,8 @@ def test_activation_checkpointing_recomputes_and_leaves_gradients_equal(tiny_mod
 
 
 def test_lora_with_a_float32_vllm_engine_on_a_gpu_is_refused():
+    from mcoder.engines.vllm_engine import _check_lora_dtype
     from mcoder.errors import UsageError
-    from mcoder.rollout.engines.vllm_engine import _check_lora_dtype
 
     for dtype in ("float32", torch.float32):
         with pytest.raises(UsageError, match="float16 or bfloat16") as e:

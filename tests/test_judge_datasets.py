@@ -44,8 +44,8 @@ LEETCODE_PACKAGES = tuple(n for n in ("sortedcontainers",) if importlib.util.fin
 
 
 def humaneval_problems() -> list[Problem]:
-    from mcoder.dataset.adapters import humaneval
-    from mcoder.dataset.sources import RowRef
+    from mcoder.dataset.collect.sources import RowRef
+    from mcoder.dataset.process.adapters import humaneval
 
     try:
         path = humaneval.package_file()
@@ -59,8 +59,8 @@ def humaneval_problems() -> list[Problem]:
 
 
 def leetcode_problems(shared_data) -> list[Problem]:
-    from mcoder.dataset.adapters import leetcode
-    from mcoder.dataset.sources import RowRef
+    from mcoder.dataset.collect.sources import RowRef
+    from mcoder.dataset.process.adapters import leetcode
 
     path = shared_data / "rllm_leetcode_test.json"
     rows = json.loads(path.read_text())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcoder.judge.extract import compile_program, extract_code
+from mcoder.extract import compile_program, extract_code
 
 
 @pytest.mark.parametrize(

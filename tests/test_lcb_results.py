@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mcoder.bench import lcb_results
 from mcoder.cli.app import app
+from mcoder.formats import lcb_results
 from mcoder.records import Problem, Rollout, from_dict, to_dict
 
 runner = CliRunner()
@@ -316,7 +316,7 @@ def test_a_malformed_results_file_names_the_entry_and_field(tmp_path):
 
 
 def test_fenced_program_survives_backticks_inside_it():
-    from mcoder.judge.extract import extract_code
+    from mcoder.extract import extract_code
 
     code = 's = """\n```\n"""\nprint(s)\n'
     assert extract_code(lcb_results.fenced(code)) == code

@@ -312,10 +312,10 @@ def test_judging_starts_while_the_engine_still_samples_and_changes_no_record(tin
     _sandbox_or_skip()
     from tests.rollout_models import problems
 
+    from mcoder.engines.hf_engine import HFEngine
     from mcoder.judge.core import Judge
     from mcoder.loop.sample_judge import sample_and_judge_part
     from mcoder.records import to_dict
-    from mcoder.rollout.engines.hf_engine import HFEngine
     from mcoder.rollout.sample import make_rollouts
     from mcoder.train.trainer import Trainer
 

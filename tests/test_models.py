@@ -160,8 +160,8 @@ def test_eos_ids_are_the_union_of_tokenizer_config_and_generation_config(folders
 
 
 def test_engines_share_the_eos_ids(tiny_model, folders):
+    from mcoder.engines import make_engine
     from mcoder.models import eos_ids, load_tokenizer
-    from mcoder.rollout.engines import make_engine
 
     tok = load_tokenizer(folders["eos"])
     assert make_engine("hf", folders["eos"], tokenizer=tok).eos_ids == {2, 5, 7}

@@ -7,9 +7,9 @@ import pytest
 import torch
 from tests.rollout_models import eos_prone, forward_logprobs, make_lora_adapter, one_torch_thread, problems
 
+from mcoder.engines import HFEngine, make_engine
 from mcoder.models import load_model, load_tokenizer
 from mcoder.prompts import render_prompt
-from mcoder.rollout.engines import HFEngine, make_engine
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
 

@@ -60,7 +60,7 @@ def test_tensor_parallel_size_reaches_vllm(monkeypatch, tiny_model, src, tmp_pat
 
     fake = types.SimpleNamespace(LLM=FakeLLM, envs=types.SimpleNamespace())  # envs: read while the engine is built
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    monkeypatch.setattr("mcoder.rollout.engines.factory.vllm_available", lambda: True)
+    monkeypatch.setattr("mcoder.engines.factory.vllm_available", lambda: True)
     res = rollout(tiny_model, src, tmp_path / "r.jsonl", "--engine", "vllm", "--tensor-parallel-size", "2")
     assert seen.get("tensor_parallel_size") == 2
     assert res.exit_code == 1  # the fake's own stop, reported as an internal error

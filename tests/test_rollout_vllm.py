@@ -21,9 +21,9 @@ pytestmark = pytest.mark.vllm
 
 from tests.rollout_models import forward_logprobs, make_lora_adapter, problems
 
+from mcoder.engines import HFEngine, VLLMEngine
 from mcoder.models import load_model, load_tokenizer
 from mcoder.records import Rollout
-from mcoder.rollout.engines import HFEngine, VLLMEngine
 from mcoder.rollout.sample import make_rollouts
 
 TOL = 1e-4

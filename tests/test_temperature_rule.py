@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from tests.rollout_models import one_torch_thread, peaky, problems
 
+from mcoder.engines import HFEngine
 from mcoder.errors import UsageError
 from mcoder.models import load_model, load_tokenizer
-from mcoder.rollout.engines import HFEngine
 from mcoder.rollout.sampling import SamplingConfig
 from mcoder.rollout.temperature import (
     DEFAULT_CANDIDATES,

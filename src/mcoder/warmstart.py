@@ -164,7 +164,7 @@ class TrainPassGate(Gate):
     def measure(self, model, step: int) -> float:
         import torch
 
-        from mcoder.rollout.engines import HFEngine
+        from mcoder.engines import HFEngine
         from mcoder.rollout.sample import make_rollouts
 
         model.eval()

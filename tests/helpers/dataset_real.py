@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from mcoder.dataset.adapters import detect
-from mcoder.dataset.fields import Skip
-from mcoder.dataset.sources import expand
+from mcoder.dataset.collect.sources import expand
+from mcoder.dataset.process.adapters import detect
+from mcoder.dataset.process.fields import Skip
 from mcoder.jsonl import read_records
 from mcoder.records import Problem
 

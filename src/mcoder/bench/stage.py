@@ -12,12 +12,13 @@ from pathlib import Path
 import orjson
 
 from mcoder import console
-from mcoder.bench import gates, lcb_results, render
+from mcoder.bench import gates, render
 from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, BenchConfig
 from mcoder.bench.gates import Change
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
 from mcoder.errors import GateFailed
+from mcoder.formats import lcb_results
 from mcoder.jsonl import display_name
 
 SHOWN_IDS = 10
@@ -174,7 +175,7 @@ def _tally(
 
 
 def write_lcb(cfg: BenchConfig, result: BenchResult) -> None:
-    """LiveCodeBench's per-problem results file of this bench (``bench/lcb_results.py``)."""
+    """LiveCodeBench's per-problem results file of this bench (``formats/lcb_results.py``)."""
     assert cfg.lcb_out is not None and cfg.rollouts is not None and cfg.problems and cfg.verdicts
     entries, notes = lcb_results.build(cfg.problems, cfg.rollouts, cfg.verdicts, cfg.rating_bounds)
     for note in notes:

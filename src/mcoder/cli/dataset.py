@@ -38,7 +38,7 @@ def _build_params() -> list[inspect.Parameter]:
     from mcoder.cli.options import config_options
     from mcoder.dataset.config import BuildConfig
     from mcoder.dataset.filter.steps import FilterConfig
-    from mcoder.dataset.verify import VerifyConfig
+    from mcoder.dataset.verify.step import VerifyConfig
 
     written = [
         p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
@@ -127,7 +127,7 @@ def _build(
     from mcoder.dataset.build import build as run_build
     from mcoder.dataset.config import BuildConfig
     from mcoder.dataset.filter.steps import FilterConfig
-    from mcoder.dataset.verify import VerifyConfig
+    from mcoder.dataset.verify.step import VerifyConfig
 
     filter_cfg = FilterConfig(**given(FilterConfig, settings))
     verify_cfg = None
@@ -195,7 +195,7 @@ def _predict(
     """Rate each problem's difficulty with a model (hf or vLLM engine) into a scores JSONL."""
     from mcoder.cli.options import given
     from mcoder.dataset.config import PredictConfig
-    from mcoder.dataset.predict import predict
+    from mcoder.dataset.difficulty.predict import predict
 
     apply_quiet(quiet)
     values = given(PredictConfig, options)
@@ -211,8 +211,8 @@ def _calibrate(
 ) -> None:  # fmt: skip
     """Fit the weighted score to measured pass rates (isotonic); report held-out rank correlation and error."""
     from mcoder.cli.options import given
-    from mcoder.dataset.calibrate import calibrate
     from mcoder.dataset.config import CalibrateConfig
+    from mcoder.dataset.difficulty.calibrate import calibrate
 
     apply_quiet(quiet)
     values = given(CalibrateConfig, options)
@@ -236,7 +236,7 @@ def _select(
     """Keep problems by predicted pass rate: a band, and/or a smaller share of easy ones."""
     from mcoder.cli.options import given
     from mcoder.dataset.config import SelectConfig
-    from mcoder.dataset.select import select
+    from mcoder.dataset.difficulty.select import select
 
     apply_quiet(quiet)
     values = given(SelectConfig, options)

@@ -25,12 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mcoder.console import info, progress
-from mcoder.dataset.collect import collect, find_sources
+from mcoder.dataset.collect.sources import Source
+from mcoder.dataset.collect.step import collect, find_sources
 from mcoder.dataset.config import BuildConfig
-from mcoder.dataset.process import STAGE, process
+from mcoder.dataset.process.step import STAGE, process
 from mcoder.dataset.refine import Refiner
 from mcoder.dataset.report import Removal, StageResult, report_paths, write_report
-from mcoder.dataset.sources import Source
 from mcoder.dataset.tally import Tally, render
 from mcoder.errors import DataError
 from mcoder.jsonl import RecordWriter

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from mcoder.dataset.budget import Limits
 from mcoder.dataset.filter.steps import FilterConfig
-from mcoder.dataset.verify import VerifyConfig
+from mcoder.dataset.verify.step import VerifyConfig
 from mcoder.errors import UsageError
 
 
@@ -36,7 +36,7 @@ class BuildConfig:
     """Budgets on what a source row may expand to (rows over one are skipped and counted)."""
 
     def __post_init__(self) -> None:
-        from mcoder.dataset.adapters import FORMATS
+        from mcoder.dataset.process.adapters import FORMATS
 
         if self.format not in FORMATS:
             raise UsageError(f"unknown format {self.format!r}", hint=f"use one of: {', '.join(FORMATS)}")
@@ -61,7 +61,7 @@ class BuildConfig:
 
 
 # ----------------------------------------------------------------------------- difficulty stages
-# ``mcoder dataset difficulty predict | calibrate | select`` (dataset/predict.py, calibrate.py,
+# ``mcoder dataset difficulty predict | calibrate | select`` (dataset/difficulty/predict.py, calibrate.py,
 # select.py): the MicroCoder dataset paper's LLM-based difficulty filter. The paper scores "five
 # weighted dimensions" and names two (algorithmic thinking, implementation); the other three and
 # all five weights are not public, so these defaults are mcoder's choice, and every one can be

@@ -27,7 +27,7 @@ import orjson
 
 from mcoder.dataset.filter.steps import FilterConfig, filter_steps, run_steps, split_steps
 from mcoder.dataset.report import Histograms, StageResult, build_report
-from mcoder.dataset.verify import VerifyConfig, verify_batches
+from mcoder.dataset.verify.step import VerifyConfig, verify_batches
 from mcoder.jsonl import dumps
 from mcoder.records import Problem, from_dict
 

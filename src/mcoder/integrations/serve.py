@@ -36,10 +36,10 @@ from typing import Any
 import orjson
 
 from mcoder.errors import DataError, McoderError
+from mcoder.extract import extract_code
 from mcoder.integrations.columns import load_problems, record
 from mcoder.jsonl import dumps
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.extract import extract_code
 from mcoder.judge.stage import NOT_SETTINGS
 from mcoder.records import Problem, Rollout, Test, Verdict
 

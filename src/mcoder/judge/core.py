@@ -34,11 +34,11 @@ import orjson
 
 from mcoder import safe_ast
 from mcoder.errors import DataError, McoderError
+from mcoder.extract import compile_program, extract_code
 from mcoder.judge import plain, sandbox, untrusted
 from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.extract import compile_program, extract_code
 from mcoder.judge.harness import defined_names, imported_names
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict

@@ -88,7 +88,7 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
 
 def _numbered_rollouts(path: Path | str) -> Iterator[tuple[int, Rollout]]:
     """Rollouts JSONL, or a LiveCodeBench results file (*_eval_all.json) whose code_list is judged."""
-    from mcoder.bench import lcb_results
+    from mcoder.formats import lcb_results
 
     if lcb_results.is_results_file(path):
         return lcb_results.as_rollouts(path)

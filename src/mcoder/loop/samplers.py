@@ -64,7 +64,7 @@ def make_sampler(cfg, start: str, trainer, adapters: Path) -> Sampler:
 
 class LivePolicy:
     def __init__(self, trainer):
-        from mcoder.rollout.engines.hf_engine import HFEngine
+        from mcoder.engines.hf_engine import HFEngine
 
         self.engine = HFEngine(trainer.model, trainer.tokenizer)
 
@@ -80,7 +80,7 @@ class LivePolicy:
 
 class SyncedCopy:
     def __init__(self, start: str, trainer: FSDPTrainer):
-        from mcoder.rollout.engines.hf_engine import HFEngine
+        from mcoder.engines.hf_engine import HFEngine
         from mcoder.train.models import load_policy
 
         self.trainer = trainer
@@ -176,7 +176,7 @@ def vllm_engine(
     enabled, on the adapter of ``start`` if it is one; for full fine-tuning ``in_process`` or
     with ``weight_sync`` (in a process of its own) so that ``load_weights`` can replace its
     weights. ``sleep``: vLLM's sleep mode, on a GPU only."""
-    from mcoder.rollout.engines.factory import make_engine
+    from mcoder.engines.factory import make_engine
 
     adapter_cfg = Path(start) / "adapter_config.json"
     base, adapter = start, None

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mcoder.engines.base import derive_seed
 from mcoder.prompts import render_prompt
 from mcoder.records import Problem, Rollout
-from mcoder.rollout.engines.base import derive_seed
 
 
 def rollout_id(problem_id: str, policy_version: int, sample_index: int) -> str:

@@ -75,8 +75,8 @@ def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
 
 
 def _data_parallel(cfg: RolloutConfig, resume: bool) -> RolloutSummary:
+    from mcoder.engines.factory import VLLM_HINT, vllm_available
     from mcoder.rollout.data_parallel import run_data_parallel
-    from mcoder.rollout.engines.factory import VLLM_HINT, vllm_available
 
     if not vllm_available():
         raise EnvironmentMissing(
@@ -86,8 +86,8 @@ def _data_parallel(cfg: RolloutConfig, resume: bool) -> RolloutSummary:
 
 
 def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> RolloutSummary:
+    from mcoder.engines.factory import make_engine
     from mcoder.models import check_model_dir, load_tokenizer
-    from mcoder.rollout.engines.factory import make_engine
 
     folder = check_model_dir(cfg.model, cfg.adapter)  # --model may be an adapter folder: its base
     tokenizer = load_tokenizer(folder)

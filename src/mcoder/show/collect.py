@@ -55,7 +55,7 @@ class Shown:
 
     @property
     def program(self) -> str | None:
-        from mcoder.judge.extract import extract_code
+        from mcoder.extract import extract_code
 
         return extract_code(self.rollout.completion)
 
@@ -209,7 +209,7 @@ def _load_folder(folder: Path, target: Path, kind: str, verdicts: Path | None) -
 
 
 def _load_file(path: Path, verdicts: Path | None) -> Batch:
-    from mcoder.bench import lcb_results
+    from mcoder.formats import lcb_results
 
     if lcb_results.is_results_file(path):
         samples = [Shown(r) for _, r in lcb_results.as_rollouts(path)]
@@ -229,8 +229,8 @@ def _lcb_problems(path: Path) -> dict[str, Problem]:
     """The problems of a LiveCodeBench results file as dataset build reads them (without tests)."""
     import orjson
 
-    from mcoder.dataset.adapters import lcb_results as adapter
-    from mcoder.dataset.sources import RowRef
+    from mcoder.dataset.collect.sources import RowRef
+    from mcoder.dataset.process.adapters import lcb_results as adapter
 
     rows = orjson.loads(path.read_bytes())
     problems = [

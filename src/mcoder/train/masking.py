@@ -27,7 +27,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcoder.judge.extract import extract_code
+from mcoder.extract import extract_code
 from mcoder.train.config import NonIncorrect, TruncationMode
 
 

@@ -103,9 +103,9 @@ def load_bench(paths: Sequence[str | Path]) -> list[tuple[str, Problem]]:
     """Benchmark problems, labelled ``file-name:id``, from mcoder problem files or any source
     format the adapters read (e.g. LiveCodeBench rows as downloaded); rows an adapter skips
     (no usable problem) are left out."""
-    from mcoder.dataset.adapters import detect
-    from mcoder.dataset.fields import Skip
-    from mcoder.dataset.sources import Unread, expand
+    from mcoder.dataset.collect.sources import Unread, expand
+    from mcoder.dataset.process.adapters import detect
+    from mcoder.dataset.process.fields import Skip
     from mcoder.errors import DataError, UsageError
 
     out = []

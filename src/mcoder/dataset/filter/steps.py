@@ -61,7 +61,7 @@ class FilterConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.keep_pass_rate, str):  # LO,HI: the command line's form
-            from mcoder.dataset.filter.difficulty import parse_band
+            from mcoder.dataset.difficulty.measured import parse_band
 
             self.keep_pass_rate = parse_band(self.keep_pass_rate)
         if self.after is not None:
@@ -246,7 +246,7 @@ def _decontaminate_step(cfg: FilterConfig) -> Step:
 
 
 def _difficulty_step(cfg: FilterConfig) -> Step:
-    from mcoder.dataset.filter.difficulty import difficulty_band, read_pass_counts
+    from mcoder.dataset.difficulty.measured import difficulty_band, read_pass_counts
 
     counts = read_pass_counts(cfg.difficulty_from)
     lo, hi = cfg.keep_pass_rate

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcoder.engines.base import Generation, decode, prompt_seeds
 from mcoder.errors import UsageError
 from mcoder.models import eos_ids
-from mcoder.rollout.engines.base import Generation, decode, prompt_seeds
 
 CPU_MEMORY_FRACTION = 0.25
 

@@ -6,18 +6,18 @@ model's programs with LiveCodeBench's grade, but no tests. Its rows become probl
 tests, so a build sets them aside ("no tests"); they serve ``--decontaminate`` (the submission's
 statements), and ``--difficulty-from`` reads the same file's grades as pass rates. The programs
 LiveCodeBench graded correct become reference solutions, and ``meta`` keeps the submission's
-pass@1 and sample count. The file format is described in ``bench/lcb_results.py``.
+pass@1 and sample count. The file format is described in ``formats/lcb_results.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcoder.bench import lcb_results
-from mcoder.dataset.adapters.base import Adapter, keep_references, provenance
-from mcoder.dataset.fields import json_value, need, text
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import day, difficulty_label
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import Adapter, keep_references, provenance
+from mcoder.dataset.process.fields import json_value, need, text
+from mcoder.dataset.process.statement import day, difficulty_label
+from mcoder.formats import lcb_results
 from mcoder.records import Problem
 
 SOURCE = "livecodebench"

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from mcoder.dataset import hub
 from mcoder.dataset.budget import DEFAULT, Limits, OverBudget
+from mcoder.dataset.collect import hub
 from mcoder.errors import DataError, UsageError
 from mcoder.outputs import SIDECAR_SUFFIX
 

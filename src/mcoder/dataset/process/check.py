@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from mcoder.dataset.budget import OverBudget
-from mcoder.dataset.sources import RowRef
+from mcoder.dataset.collect.sources import RowRef
 from mcoder.records import Problem
 
 _INT64 = (-(1 << 63), (1 << 64) - 1)  # what the JSON writer holds (unsigned 64 bits included)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import (
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import (
     Adapter,
     as_dict,
     ident,
@@ -23,9 +24,8 @@ from mcoder.dataset.adapters.base import (
     stdin_tests,
     test_count,
 )
-from mcoder.dataset.fields import Skip, json_value, need
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import difficulty_label, limits
+from mcoder.dataset.process.fields import Skip, json_value, need
+from mcoder.dataset.process.statement import difficulty_label, limits
 from mcoder.records import Problem, Test
 
 SOURCE = "code_contests"

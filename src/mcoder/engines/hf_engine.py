@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
+from mcoder.engines.base import Generation, decode, derive_seed, prompt_seeds
 from mcoder.models import eos_ids, model_device
-from mcoder.rollout.engines.base import Generation, decode, derive_seed, prompt_seeds
 
 
 class HFEngine:

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from mcoder import safe_ast
-from mcoder.dataset.statement import skip_space
+from mcoder.dataset.process.statement import skip_space
 from mcoder.records import Test
 
 

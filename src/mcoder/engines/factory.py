@@ -43,7 +43,7 @@ def make_engine(
     if kind == "vllm":
         if not vllm_available():
             raise EnvironmentMissing("--engine vllm: the vllm package is not installed", hint=VLLM_HINT)
-        from mcoder.rollout.engines.vllm_engine import VLLMEngine
+        from mcoder.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
             folder.base,
@@ -59,7 +59,7 @@ def make_engine(
             "--tensor-parallel-size > 1 needs the vllm engine, and vllm is not installed",
             hint=VLLM_HINT.replace("; or pass --engine hf", ""),
         )
-    from mcoder.rollout.engines.hf_engine import HFEngine
+    from mcoder.engines.hf_engine import HFEngine
 
     tokenizer = tokenizer or load_tokenizer(folder)
     return HFEngine(load_model(folder), tokenizer, batch_size=batch_size, top_k=top_k, top_p=top_p)

@@ -12,10 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, as_dict, ident, keep_references, provenance, test_count
-from mcoder.dataset.fields import Skip, json_or_compressed, json_value, need, text
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import day, difficulty_label, lcb_prompt_parts
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import (
+    Adapter,
+    as_dict,
+    ident,
+    keep_references,
+    provenance,
+    test_count,
+)
+from mcoder.dataset.process.fields import Skip, json_or_compressed, json_value, need, text
+from mcoder.dataset.process.statement import day, difficulty_label, lcb_prompt_parts
 from mcoder.records import Problem, Test
 
 SOURCE = "livecodebench"

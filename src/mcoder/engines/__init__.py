@@ -7,18 +7,18 @@ same fields and the same meaning of ``logprobs``.
 
 from __future__ import annotations
 
-from mcoder.rollout.engines.base import Engine, Generation, derive_seed
-from mcoder.rollout.engines.factory import make_engine, vllm_available
+from mcoder.engines.base import Engine, Generation, derive_seed
+from mcoder.engines.factory import make_engine, vllm_available
 
 
 def __getattr__(name: str):
     # Lazy, so that importing the package (for Generation, in the CLI) does not import torch.
     if name == "HFEngine":
-        from mcoder.rollout.engines.hf_engine import HFEngine
+        from mcoder.engines.hf_engine import HFEngine
 
         return HFEngine
     if name == "VLLMEngine":
-        from mcoder.rollout.engines.vllm_engine import VLLMEngine
+        from mcoder.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine
     raise AttributeError(name)

@@ -121,7 +121,7 @@ def _round(v: float | None) -> float | None:
 
 def heldout_ids(ids: Sequence[str], share: float, seed: int) -> set[str]:
     """The ``round(share * n)`` ids whose hash with ``seed`` is smallest (at least 1 when share > 0)."""
-    from mcoder.rollout.engines.base import derive_seed
+    from mcoder.engines.base import derive_seed
 
     if share <= 0:
         return set()
@@ -172,8 +172,8 @@ def _number(v: object) -> bool:
 
 def calibrate(cfg: CalibrateConfig) -> dict:
     """Fit, measure on the held-out problems, write ``cfg.out``; returns what was written."""
-    from mcoder.dataset.filter.difficulty import read_pass_counts
-    from mcoder.dataset.predict import read_scores
+    from mcoder.dataset.difficulty.measured import read_pass_counts
+    from mcoder.dataset.difficulty.predict import read_scores
     from mcoder.outputs import claim_output
 
     cfg.validate()

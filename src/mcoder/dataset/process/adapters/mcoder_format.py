@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter
-from mcoder.dataset.sources import RowRef
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import Adapter
 from mcoder.errors import DataError
 from mcoder.records import Problem, from_dict
 

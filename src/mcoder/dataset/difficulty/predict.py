@@ -168,8 +168,8 @@ def _predict(cfg: PredictConfig, problems: str, engine, tokenizer, context: int 
 
 
 def _make_engine(cfg: PredictConfig):
+    from mcoder.engines.factory import make_engine
     from mcoder.models import check_model_dir, load_tokenizer
-    from mcoder.rollout.engines.factory import make_engine
     from mcoder.rollout.problems import PromptBudget
 
     folder = check_model_dir(cfg.model, cfg.adapter)
@@ -187,11 +187,11 @@ def _make_engine(cfg: PredictConfig):
 def _check_expected_engine(kind: str) -> None:
     """Refuse --scoring expected on a vLLM that cannot give the log-probs of chosen tokens, before
     a model loads (a missing vLLM is make_engine's to report)."""
-    from mcoder.rollout.engines.factory import vllm_available
+    from mcoder.engines.factory import vllm_available
 
     if kind == "hf" or not vllm_available():
         return
-    from mcoder.rollout.engines.vllm_engine import require_token_logprobs
+    from mcoder.engines.vllm_engine import require_token_logprobs
 
     require_token_logprobs()
 
@@ -208,7 +208,7 @@ def rate(
     until its answer reads, at most 1 + retries times; with expected see ``rate_expected``."""
     if cfg.scoring == "expected":
         return rate_expected(problems, engine, tokenizer, cfg, summary, context)
-    from mcoder.rollout.engines.base import derive_seed
+    from mcoder.engines.base import derive_seed
 
     names, weights, described = _dimensions(cfg)
     records: dict[str, dict] = {}

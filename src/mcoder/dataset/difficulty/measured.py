@@ -43,7 +43,7 @@ def pass_counts(verdicts: Iterable[Verdict]) -> dict[str, tuple[int, int]]:
 
 
 def read_pass_counts(paths: Sequence[str | Path]) -> dict[str, tuple[int, int]]:
-    from mcoder.bench import lcb_results
+    from mcoder.formats import lcb_results
     from mcoder.jsonl import read_records
 
     def all_verdicts():

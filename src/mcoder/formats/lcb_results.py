@@ -269,7 +269,7 @@ def build(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The LCB results of a bench: one entry per problem with verdicts, sorted by question id,
     and notes (problems without a date, which LCB's ``compute_scores`` cannot read)."""
-    from mcoder.judge.extract import extract_code
+    from mcoder.extract import extract_code
 
     verdicts: dict[str, Verdict] = {}
     for lineno, obj in iter_objects(verdicts_path):

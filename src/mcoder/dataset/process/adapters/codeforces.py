@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, ident, provenance, test_count
-from mcoder.dataset.fields import Skip, need
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import limits
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import Adapter, ident, provenance, test_count
+from mcoder.dataset.process.fields import Skip, need
+from mcoder.dataset.process.statement import limits
 from mcoder.records import Problem, Test
 
 SOURCE = "codeforces"

@@ -22,11 +22,11 @@ import orjson
 
 from mcoder.console import warn
 from mcoder.dataset.budget import OverBudget, Skip
-from mcoder.dataset.check import check_problem
-from mcoder.dataset.collect import Row
+from mcoder.dataset.collect.sources import Unread
+from mcoder.dataset.collect.step import Row
+from mcoder.dataset.process.check import check_problem
+from mcoder.dataset.process.statement import is_interactive
 from mcoder.dataset.report import Removal
-from mcoder.dataset.sources import Unread
-from mcoder.dataset.statement import is_interactive
 from mcoder.errors import DataError
 from mcoder.records import Problem
 

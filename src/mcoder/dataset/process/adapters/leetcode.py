@@ -4,17 +4,17 @@ the starter code block), ``solutions`` (a reference ``class Solution``) and ``te
 (``def check(candidate): assert candidate(...) == ...`` then ``check(Solution().fn)``).
 
 Asserts with literal arguments become call tests of ``fn``; otherwise the whole check is kept as
-one functional test (see ``mcoder.dataset.asserts``)."""
+one functional test (see ``mcoder.dataset.process.asserts``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
-from mcoder.dataset.asserts import check_tests, signature_params, split_invocation
-from mcoder.dataset.fields import need
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import difficulty_label, leetcode_prompt_parts
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import Adapter, ident, keep_references, provenance
+from mcoder.dataset.process.asserts import check_tests, signature_params, split_invocation
+from mcoder.dataset.process.fields import need
+from mcoder.dataset.process.statement import difficulty_label, leetcode_prompt_parts
 from mcoder.records import Problem
 
 SOURCE = "leetcode"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcoder.dataset.adapters import (
+from mcoder.dataset.process.adapters import (
     codecontests,
     codeforces,
     humaneval,
@@ -14,7 +14,7 @@ from mcoder.dataset.adapters import (
     mcoder_format,
     taco,
 )
-from mcoder.dataset.adapters.base import Adapter
+from mcoder.dataset.process.adapters.base import Adapter
 
 # Most specific first: each detect() looks at field names only.
 ADAPTERS: dict[str, Adapter] = {

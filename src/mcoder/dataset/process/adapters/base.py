@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcoder.dataset.fields import OverBudget, Skip
-from mcoder.dataset.sources import RowRef
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.fields import OverBudget, Skip
 from mcoder.records import Problem, Test
 
 
@@ -100,6 +100,6 @@ def as_dict(value: Any, ref: RowRef, field: str) -> dict[str, Any]:
 
 def keep_references(codes: list[Any]) -> list[str]:
     """The solutions that are real code (no empty text, no placeholder)."""
-    from mcoder.dataset.statement import is_placeholder
+    from mcoder.dataset.process.statement import is_placeholder
 
     return [c for c in codes if isinstance(c, str) and c.strip() and not is_placeholder(c)]

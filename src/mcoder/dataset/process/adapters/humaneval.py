@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mcoder import safe_ast
-from mcoder.dataset.adapters.base import Adapter, ident, keep_references, provenance
-from mcoder.dataset.fields import need, text
-from mcoder.dataset.sources import RowRef
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import Adapter, ident, keep_references, provenance
+from mcoder.dataset.process.fields import need, text
 from mcoder.records import Problem, Test
 
 SOURCE = "humaneval"

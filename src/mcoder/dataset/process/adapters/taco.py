@@ -13,7 +13,8 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from mcoder.dataset.adapters.base import (
+from mcoder.dataset.collect.sources import RowRef
+from mcoder.dataset.process.adapters.base import (
     Adapter,
     ident,
     json_arguments,
@@ -23,9 +24,8 @@ from mcoder.dataset.adapters.base import (
     stdin_tests,
     test_count,
 )
-from mcoder.dataset.fields import Skip, json_value, need, text
-from mcoder.dataset.sources import RowRef
-from mcoder.dataset.statement import day, difficulty_label
+from mcoder.dataset.process.fields import Skip, json_value, need, text
+from mcoder.dataset.process.statement import day, difficulty_label
 from mcoder.records import Problem, Test
 
 _NUMBER = re.compile(r"([\d.]+)")

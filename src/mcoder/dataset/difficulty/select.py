@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field
 
 from mcoder import console
-from mcoder.dataset.calibrate import Calibration
 from mcoder.dataset.config import SelectConfig, parse_pair
+from mcoder.dataset.difficulty.calibrate import Calibration
 
 CLASSES = ("easy", "medium", "hard")
 
@@ -72,7 +72,7 @@ def choose(rates: dict[str, float], cfg: SelectConfig, summary: SelectSummary) -
 
 
 def select(cfg: SelectConfig) -> SelectSummary:
-    from mcoder.dataset.predict import read_scores
+    from mcoder.dataset.difficulty.predict import read_scores
     from mcoder.jsonl import RecordWriter, read_records
     from mcoder.outputs import claim_output
     from mcoder.records import Problem
