@@ -5,8 +5,9 @@ import pytest
 from bench_data import BASELINE, write_problems, write_verdicts
 from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
 from mcoder.bench.render import grid, markdown, summary, to_json
-from mcoder.bench.table import UNKNOWN, build_table, delta, difficulty_bucket
+from mcoder.bench.table import build_table, delta
 from mcoder.errors import DataError
+from mcoder.formats.buckets import UNKNOWN, difficulty_bucket
 
 BOUNDS = (1400.0, 2000.0)
 

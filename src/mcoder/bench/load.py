@@ -1,4 +1,5 @@
-"""Read problems and verdicts for the bench table, joined on problem_id.
+"""Read problems and verdicts for the bench table, joined on problem_id; or LiveCodeBench
+results files (``mcoder.formats.lcb_results``) in their place.
 
 Problems files can be large (many tests per problem): they are streamed and only the id,
 platform and difficulty of each problem are kept.
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import os
 
-from mcoder.bench.table import ProblemTally, difficulty_bucket, platform_name
+from mcoder.bench.table import ProblemTally
 from mcoder.errors import DataError
+from mcoder.formats import lcb_results
+from mcoder.formats.buckets import difficulty_bucket, platform_name
 from mcoder.jsonl import display_name, iter_objects
 from mcoder.records import Problem, Verdict, from_dict
 
@@ -71,3 +74,31 @@ def tally_verdicts(path: str | os.PathLike, tallies: dict[str, ProblemTally], pr
         seen.add(verdict.rollout_id)
         tally.add(verdict)
     return len(seen)
+
+
+def lcb_problems(path: str | os.PathLike, bounds: tuple[float, float]) -> dict[str, ProblemTally]:
+    """An empty tally per problem of a results file: its platform and difficulty, for tabling a
+    submission without the problems file it was run on."""
+    return {
+        e.question_id: ProblemTally(
+            e.question_id, platform_name(e.platform), difficulty_bucket(e.difficulty, bounds)
+        )
+        for e in lcb_results.read_entries(path)
+    }
+
+
+def tally_lcb(path: str | os.PathLike, tallies: dict[str, ProblemTally]) -> list[str]:
+    """Count an LCB results file into the bench's tallies, like a verdicts file. Problems that
+    are not in the problems file are left out (a published file covers a whole release; a bench
+    often a part of it); the returned notes say how many."""
+    outside = []
+    for _, v in lcb_results.as_verdicts(path):
+        t = tallies.get(v.problem_id)
+        if t is None:
+            outside.append(v.problem_id)
+            continue
+        t.add(v)
+    if not outside:
+        return []
+    count = len(set(outside))
+    return [f"{display_name(path)}: {count} problems are not in the problems file and are left out"]

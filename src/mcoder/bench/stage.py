@@ -15,7 +15,7 @@ from mcoder import console
 from mcoder.bench import gates, render
 from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, BenchConfig
 from mcoder.bench.gates import Change
-from mcoder.bench.load import fresh_tallies, load_problems, tally_verdicts
+from mcoder.bench.load import fresh_tallies, lcb_problems, load_problems, tally_lcb, tally_verdicts
 from mcoder.bench.table import ALL, UNKNOWN, ProblemTally, Table, build_table
 from mcoder.errors import GateFailed
 from mcoder.formats import lcb_results
@@ -125,7 +125,7 @@ def score(
     """The tables and notes without printing anything: for scripts (benchmarks, the demo)."""
     result = BenchResult()
     if lcb_results.is_results_file(problems_path):  # a submission tabled on its own problems
-        problems = lcb_results.problem_tallies(problems_path, rating_bounds)
+        problems = lcb_problems(problems_path, rating_bounds)
     else:
         problems = load_problems(problems_path, rating_bounds)
     tallies = fresh_tallies(problems)
@@ -169,7 +169,7 @@ def _tally(
 ) -> list[str]:
     """Count a verdicts file, or a LiveCodeBench results file (*_eval_all.json), into tallies."""
     if lcb_results.is_results_file(path):
-        return lcb_results.tally(path, tallies)
+        return tally_lcb(path, tallies)
     tally_verdicts(path, tallies, display_name(problems_path))
     return []
 

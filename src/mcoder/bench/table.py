@@ -6,59 +6,22 @@ problem's difficulty cannot be bucketed) and ``all``. A cell averages per-proble
 problems in it that have verdicts; problems without verdicts are counted apart (unevaluated),
 never as zeros.
 
-Difficulty buckets:
-- the words easy / medium / hard, in any case;
-- APPS's introductory / interview / competition as easy / medium / hard;
-- a number is a rating (Codeforces, AtCoder scale): below ``bounds[0]`` (default 1400) easy,
-  below ``bounds[1]`` (default 2000) medium, otherwise hard;
-- anything else (Codeforces letters "A".."F", empty) goes to ``unknown``: a letter is a position
-  in a round, not a difficulty that compares across rounds.
+The buckets (``difficulty_bucket``, ``platform_name``) are in ``mcoder.formats.buckets``:
+LiveCodeBench's results file names problems the same way.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mcoder.bench.passk import mean_pass_at_k
+from mcoder.formats.buckets import DIFFICULTIES, UNKNOWN
 from mcoder.records import STATUSES, Verdict
 
-DIFFICULTIES = ("easy", "medium", "hard")
-UNKNOWN = "unknown"
 ALL = "all"
 FAILURE_STATUSES = tuple(s for s in STATUSES if s != "accepted")
-
-_NAMED = {
-    "easy": "easy",
-    "medium": "medium",
-    "hard": "hard",
-    "introductory": "easy",
-    "interview": "medium",
-    "competition": "hard",
-}
-
-
-def difficulty_bucket(value: str | None, bounds: tuple[float, float]) -> str:
-    """easy / medium / hard / unknown for a Problem.difficulty (see the module docstring)."""
-    if value is None:
-        return UNKNOWN
-    text = value.strip().lower()
-    if text in _NAMED:
-        return _NAMED[text]
-    try:
-        rating = float(text)
-    except ValueError:
-        return UNKNOWN
-    if not math.isfinite(rating) or rating < 0:
-        return UNKNOWN
-    lo, hi = bounds
-    return "easy" if rating < lo else "medium" if rating < hi else "hard"
-
-
-def platform_name(value: str | None) -> str:
-    return value.strip().lower() if value and value.strip() else UNKNOWN
 
 
 @dataclass(slots=True)

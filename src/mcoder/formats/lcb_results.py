@@ -34,8 +34,8 @@ from typing import Any
 
 import orjson
 
-from mcoder.bench.table import UNKNOWN, ProblemTally, difficulty_bucket, platform_name
 from mcoder.errors import DataError
+from mcoder.formats.buckets import UNKNOWN, difficulty_bucket
 from mcoder.jsonl import display_name, iter_objects
 from mcoder.records import STATUSES, Problem, Rollout, Verdict, from_dict
 
@@ -220,34 +220,6 @@ def as_verdicts(path: str | os.PathLike) -> Iterator[tuple[int, Verdict]]:
                     tests_total=0,
                 ),
             )
-
-
-def problem_tallies(path: str | os.PathLike, bounds: tuple[float, float]) -> dict[str, ProblemTally]:
-    """An empty tally per problem of a results file: its platform and difficulty, for tabling a
-    submission without the problems file it was run on."""
-    return {
-        e.question_id: ProblemTally(
-            e.question_id, platform_name(e.platform), difficulty_bucket(e.difficulty, bounds)
-        )
-        for e in read_entries(path)
-    }
-
-
-def tally(path: str | os.PathLike, tallies: dict[str, ProblemTally]) -> list[str]:
-    """Count an LCB results file into the bench's tallies, like a verdicts file. Problems that
-    are not in the problems file are left out (a published file covers a whole release; a bench
-    often a part of it); the returned notes say how many."""
-    outside = []
-    for _, v in as_verdicts(path):
-        t = tallies.get(v.problem_id)
-        if t is None:
-            outside.append(v.problem_id)
-            continue
-        t.add(v)
-    if not outside:
-        return []
-    count = len(set(outside))
-    return [f"{display_name(path)}: {count} problems are not in the problems file and are left out"]
 
 
 # ------------------------------------------------------------------ writing

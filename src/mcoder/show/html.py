@@ -32,7 +32,8 @@ from pygments.lexers import PythonLexer
 from mcoder import __version__
 from mcoder.bench import render
 from mcoder.bench.panels import SMOOTHING_NOTE
-from mcoder.bench.table import ALL, ProblemTally, Table, build_table, delta, difficulty_bucket, platform_name
+from mcoder.bench.table import ALL, ProblemTally, Table, build_table, delta
+from mcoder.formats.buckets import difficulty_bucket, platform_name
 from mcoder.show import charts, details
 from mcoder.show.collect import Batch, Shown, groups
 
