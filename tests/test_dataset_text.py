@@ -62,7 +62,11 @@ def _walk(tree, inside: bool, first: bool, followed: bool) -> str | None:
 
 
 # Modules that never see source text (they read model output or mcoder's own files).
-NOT_SOURCE_TEXT = {"mcoder.dataset.difficulty.predict", "mcoder.dataset.difficulty.calibrate", "mcoder.dataset.difficulty.select"}
+NOT_SOURCE_TEXT = {
+    "mcoder.dataset.difficulty.predict",
+    "mcoder.dataset.difficulty.calibrate",
+    "mcoder.dataset.difficulty.select",
+}
 
 
 def source_text_patterns() -> list[tuple[str, re.Pattern]]:

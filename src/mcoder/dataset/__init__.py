@@ -1,15 +1,18 @@
 """Stage 1 of mcoder, ``mcoder dataset build``: public problem sets in, one problems.jsonl out.
 
-The paper's four steps, one module (or folder) each, chained by ``build.build``:
+The paper's four stages are this stage's four steps, a folder each, chained by ``build.build``:
 
-- ``collect``: find the data files (``sources``) and pick each one's format (``adapters/``);
-- ``process``: each row as a Problem (``adapters/``, with ``fields``, ``statement``,
-  ``asserts``), or the reason it gives none;
-- ``filter/``: ``steps.FilterConfig`` and its steps (tests, dates, length, special judge,
-  dedup, decontamination, difficulty band, test cap);
-- ``verify``: reference solutions through the judge, wrong and flaky tests dropped.
+1. ``collect/``: find the data files (``sources``, ``hub``) and read their rows (``step``);
+2. ``process/``: each row as a Problem through its format's adapter (``adapters/``, with
+   ``fields``, ``plain``, ``statement``, ``asserts``, ``check``), or the reason it gives none;
+3. ``filter/``: ``steps.FilterConfig`` and its steps (tests, dates, length, special judge,
+   dedup, decontamination, difficulty band, test cap);
+4. ``verify/``: reference solutions through the judge, wrong and flaky tests dropped.
 
-``refine`` runs filter and verify over the stream; ``tally`` counts what every stage kept and
-set aside (the tables), ``report`` writes it out (``--report``); ``config.BuildConfig`` holds the
-settings.
+``refine`` runs filter and verify over the stream; ``tally`` counts what every step kept and
+set aside (the tables), ``report`` writes it out (``--report``); ``budget`` bounds what a row
+may expand to (collect and process); ``config.BuildConfig`` holds the settings.
+
+``difficulty/`` is the problems' difficulty: measured (the pass-rate band, a filter step) and
+predicted by a model (``mcoder dataset difficulty predict | calibrate | select``).
 """

@@ -1,11 +1,12 @@
 """``mcoder dataset build``: source rows in, one clean problems.jsonl out, in one pipeline.
 
-The paper's four stages, each a module, chained over a stream of rows and problems:
+The paper's four stages, this stage's four steps (a folder each), chained over a stream of
+rows and problems:
 
-    collect  (collect.py: find files, read rows, pick each file's format)
-      -> process  (process.py: row -> Problem; statement, interactive and unique-id checks)
+    collect  (collect/: find files, read rows, pick each file's format)
+      -> process  (process/: row -> Problem; statement, interactive and unique-id checks)
       -> filter   (filter/: --min-tests, --after, special judge, dedup, decontamination, ...)
-      -> verify   (verify.py: reference solutions against the tests, with --verify)
+      -> verify   (verify/: reference solutions against the tests, with --verify)
       -> RecordWriter (resumable, in input order, so the same inputs give the same bytes)
 
 Every row that gives no problem and every problem a stage removes is counted once

@@ -1,4 +1,4 @@
-"""Stages 3 and 4, filter and verify, over a stream of problems, keeping what the report needs.
+"""Dataset steps 3 and 4, filter and verify, over a stream of problems, keeping what the report needs.
 
 ``Refiner`` runs the filter steps (and verify) over the problems a build converted, a chunk at a
 time so that a large set never sits in memory whole. Dedup must see every problem before it can

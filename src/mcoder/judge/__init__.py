@@ -1,8 +1,8 @@
 """Stage 3: judge rollouts by running their code in a sandbox against the tests.
 
-Modules, in the order a rollout meets them:
+Modules, in the order a rollout meets them (after ``mcoder.extract`` found the program in its
+completion: the last fenced Python block, else bare code):
 
-- ``extract``: the program in a completion (last fenced Python block, else bare code);
 - ``core``: ``Judge``, the library entry point (warm pool, cache, comparison, verdicts);
 - ``cache``: outcomes by (program, tests, limits, comparison), so identical programs run once;
 - ``pool``: the judge's side of the warm workers (start, hand out, restart);

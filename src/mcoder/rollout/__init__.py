@@ -1,1 +1,2 @@
-"""Stage 2: problems -> groups of sampled completions (engines, sampling, diversity, temperature)."""
+"""Stage 2: problems -> groups of sampled completions (sampling, diversity, temperature;
+the engines that generate are ``mcoder.engines``)."""

@@ -1,4 +1,4 @@
-"""Stage 1a, collect: find the rows of local sources.
+"""Dataset step 1, collect: find the rows of local sources.
 
 A source is a JSONL file (``-``: standard input), a JSON file (a list of rows, one row, or JSONL under a .json name), a
 parquet file (any of them optionally gzip-compressed, parquet excepted), a folder written by

@@ -1,4 +1,4 @@
-"""Stage 1, collect: every row of every source, with the adapter chosen for its file.
+"""Dataset step 1 of 4, collect: every row of every source, with the adapter chosen for its file.
 
 ``sources.py`` finds and reads the files; here each file's format is picked (``--format``, or
 detected from its first row) and its rows are counted in the build's tally.

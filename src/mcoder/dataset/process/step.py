@@ -1,4 +1,4 @@
-"""Stage 2, process: each collected row as a Problem, or as the reason it gives none.
+"""Dataset step 2 of 4, process: each collected row as a Problem, or as the reason it gives none.
 
 The adapter converts the row (``Skip`` for a row without a usable problem, ``OverBudget`` for
 one whose data exceeds a budget, ``DataError`` for a malformed one); ``check_problem`` makes

@@ -1,4 +1,4 @@
-"""The verify stage: run the reference solutions through the judge and trust only what they pass.
+"""Dataset step 4 of 4, verify: run the reference solutions through the judge and trust only what they pass.
 
 Each reference runs on each test alone (a one-test copy of the problem), ``runs`` times, in
 separate judge calls with the execution cache off, so every run really executes. Then per problem:
