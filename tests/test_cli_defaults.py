@@ -164,16 +164,16 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
             "for the loop's spread rule) over SamplingConfig's, which are the loop's"
         ),
     ),
-    ("mcoder/engines/factory.py", "make_engine"): (
+    ("engines/factory.py", "make_engine"): (
         {"batch_size", "top_k", "top_p", "seed"},
         (
             "an engine built outside a stage (tests, predict) samples plainly; the stages pass their "
             "config's values (to do: drop these defaults where the engines now live)"
         ),
     ),
-    ("mcoder/engines/hf_engine.py", "__init__"): ({"batch_size", "top_k", "top_p"}, "as make_engine"),
-    ("mcoder/engines/hf_engine.py", "sample_next"): ({"top_k", "top_p"}, "as make_engine: the filters off"),
-    ("mcoder/engines/vllm_engine.py", "__init__"): ({"top_k", "top_p", "seed"}, "as make_engine"),
+    ("engines/hf_engine.py", "__init__"): ({"batch_size", "top_k", "top_p"}, "as make_engine"),
+    ("engines/hf_engine.py", "sample_next"): ({"top_k", "top_p"}, "as make_engine: the filters off"),
+    ("engines/vllm_engine.py", "__init__"): ({"top_k", "top_p", "seed"}, "as make_engine"),
     ("rollout/sample.py", "problem_seed"): ({"policy_version"}, "the untrained policy, 0; stages pass theirs"),
     ("rollout/sample.py", "make_rollouts"): ({"policy_version"}, "as problem_seed"),
     ("loop/samplers.py", "vllm_engine"): ({"tensor_parallel_size"}, "one GPU per engine; the loop passes its own"),

@@ -25,6 +25,8 @@ from mcoder.errors import UsageError
 from mcoder.jsonl import RecordWriter, dumps
 from mcoder.records import Problem, Test, Verdict
 
+NGRAM = FilterConfig().ngram  # the filter's n-gram size, as a build uses it
+
 
 def reworded(p: Problem, new_id: str) -> Problem:
     """A light rewording: a few words swapped, a sentence added, another test and another id."""
@@ -114,7 +116,7 @@ def test_planted_benchmark_problem_is_caught_by_decontamination(problem_sets, tm
     target = bench[min(40, len(bench) - 1)]
     planted = reworded(target, "looks-new")
     train = real(problem_sets, "rllm_codeforces.json") + [planted]
-    index = BenchIndex.build(load_bench([bench_file]))
+    index = BenchIndex.build(load_bench([bench_file]), NGRAM)
     kept, result = decontaminate(train, index)
     assert ids(kept) == ids(train[:-1])  # the Codeforces problems (408 real ones): none is a false match
     (removal,) = result.removals
@@ -128,7 +130,7 @@ def test_planted_benchmark_problem_is_caught_by_decontamination(problem_sets, tm
 
 def test_decontamination_by_identical_test_set(tmp_path):
     bench = examples()[:5]
-    index = BenchIndex.build(load_bench([_write(tmp_path / "b.jsonl", bench)]))
+    index = BenchIndex.build(load_bench([_write(tmp_path / "b.jsonl", bench)]), NGRAM)
     disguised = dataclasses.replace(
         bench[2],
         id="renamed",
@@ -161,7 +163,7 @@ GRID = (
 def test_boilerplate_alone_is_not_contamination():
     a = Problem("a", "s", PRIMES + BOILERPLATE, [Test("1\n1 2\n", "0\n")])
     b = Problem("b", "s", GRID + BOILERPLATE, [Test("1\n", "1\n")])
-    index = BenchIndex.build([("bench:a", a)])
+    index = BenchIndex.build([("bench:a", a)], NGRAM)
     kept, result = decontaminate([b], index)
     assert ids(kept) == ["b"]
     kept, result = decontaminate([b], index, min_overlap=0.01)  # any shared 13-gram would count
@@ -337,5 +339,5 @@ def test_benchmark_file_in_a_source_format_is_read_through_the_adapters(problem_
     lcb = problem_sets / "sandboxfusion_lcb_v1.jsonl"
     bench = load_bench([lcb])
     assert [label for label, _ in bench] == [f"{lcb.name}:{p.id}" for p in real(problem_sets, lcb.name)]
-    kept, result = decontaminate(real(problem_sets, lcb.name), BenchIndex.build(bench))
+    kept, result = decontaminate(real(problem_sets, lcb.name), BenchIndex.build(bench, NGRAM))
     assert kept == [] and {r.reason for r in result.removals} == {"benchmark_statement"}

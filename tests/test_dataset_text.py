@@ -16,8 +16,11 @@ import mcoder.dataset
 from dataset_rows import CALL, STDIN
 from mcoder.dataset.filter.decontam import BenchIndex, decontaminate
 from mcoder.dataset.filter.dedup import dedup
+from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.process import asserts, statement
 from mcoder.records import Problem, Test
+
+NGRAM = FilterConfig().ngram  # the filter's n-gram size, as a build uses it
 
 MB = 1 << 20
 
@@ -210,7 +213,7 @@ def test_decontamination_removes_copies_salted_with_invisible_and_lookalike_char
         for k in range(30)
     ]
     assert all(c.question != bench[k % len(bench)].question for k, c in enumerate(copies))
-    kept, result = decontaminate(copies, BenchIndex.build([(p.id, p) for p in bench]))
+    kept, result = decontaminate(copies, BenchIndex.build([(p.id, p) for p in bench], NGRAM))
     assert kept == [] and len(result.removals) == 30
 
 
@@ -229,7 +232,7 @@ BOILERPLATE = "The first line contains a single integer t, the number of test ca
 
 def test_a_boilerplate_benchmark_row_does_not_mark_every_problem_holding_it():
     """A 13-word boilerplate row removed 127 of 391 Codeforces problems (share of the smaller side)."""
-    index = BenchIndex.build([("bench:boiler", Problem("boiler", "bench", BOILERPLATE, [Test("1", "1")]))])
+    index = BenchIndex.build([("bench:boiler", Problem("boiler", "bench", BOILERPLATE, [Test("1", "1")]))], NGRAM)
     train = [
         Problem(f"t{i}", "train", f"{p.statement} {BOILERPLATE} {p.input_spec}", [Test(*p.tests[0])])
         for i, p in enumerate(STDIN)
@@ -239,7 +242,7 @@ def test_a_boilerplate_benchmark_row_does_not_mark_every_problem_holding_it():
 
 
 def test_a_short_benchmark_statement_copied_whole_is_still_caught():
-    index = BenchIndex.build([("bench:short", Problem("short", "bench", BOILERPLATE, [Test("1", "1")]))])
+    index = BenchIndex.build([("bench:short", Problem("short", "bench", BOILERPLATE, [Test("1", "1")]))], NGRAM)
     copy = Problem("copy", "train", salted(BOILERPLATE, 1).upper(), [Test("2", "3")])
     kept, result = decontaminate([copy], index)
     assert kept == [] and result.removals[0].detail["benchmark"] == "bench:short"

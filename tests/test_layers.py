@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     ("shared", {"formats", "engines"}),
     ("stages", {"judge", "rollout"}),
-    ("stages built on stages", {"dataset", "train"}),
+    ("stages built on stages", {"dataset", "train", "warmstart"}),
     ("integrations", {"integrations"}),
     ("loop", {"loop"}),
     ("after training", {"bench", "export"}),

@@ -22,7 +22,6 @@ from typing import Any
 
 from mcoder.judge.config import JudgeConfig
 
-
 # The JudgeConfig fields that cannot change an outcome, each with the reason. Every other field
 # is in the key (``limits_key`` reads the dataclass's fields, so a field added later is keyed
 # unless it is named here, with its reason).

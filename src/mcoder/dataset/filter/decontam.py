@@ -53,13 +53,9 @@ class BenchIndex:
     by_statement: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, bench: Iterable[tuple[str, Problem]], n: int | None = None) -> BenchIndex:
+    def build(cls, bench: Iterable[tuple[str, Problem]], n: int) -> BenchIndex:
         """``bench``: (label, problem) pairs; the label (e.g. ``file:id``) is what removals name;
-        ``n``: the n-gram size (None: FilterConfig's ``ngram``)."""
-        if n is None:
-            from mcoder.dataset.filter.steps import FilterConfig
-
-            n = FilterConfig.ngram
+        ``n``: the n-gram size (FilterConfig's ``ngram``)."""
         index = cls(n)
         for label, p in bench:
             k = len(index.ids)
