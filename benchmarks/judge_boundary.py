@@ -18,18 +18,17 @@ Usage: ``python benchmarks/judge_boundary.py [--sizes 10000,20000,40000] [--outp
 
 from __future__ import annotations
 
-import argparse
-import sys
 import textwrap
 import time
 import tracemalloc
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 from mcoder.judge import plain
 from mcoder.judge.compare import compare_value
+
+if __package__:  # python -m benchmarks.judge_boundary, or imported
+    from benchmarks import common
+else:  # python benchmarks/judge_boundary.py: this folder is first on sys.path
+    import common
 
 M = 2**61 - 1  # hash(k * M) == 0 for every k
 
@@ -99,7 +98,7 @@ def judge_peak_mb(output_mb: float) -> tuple[str, float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--sizes", default="10000,20000,40000", help="items per reply, comma-separated")
     ap.add_argument("--output-mb", type=float, default=16.0, help="hole 7's output size in MB")
     ap.add_argument("--skip-judge", action="store_true", help="no sandboxed judge run (hole 7's judge figure)")

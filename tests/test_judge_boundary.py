@@ -391,13 +391,9 @@ def test_a_worker_that_ended_between_jobs_costs_the_next_candidate_nothing():
 def test_the_boundary_benchmark_prints_its_two_tables(capsys):
     """benchmarks/judge_boundary.py at a small size: both tables, the judge's path on colliding
     items far faster than a real set, the real judge's peak under the whole-text one."""
-    import importlib.util
-
     _cfg()  # skips where there is no sandbox
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_boundary.py"
-    spec = importlib.util.spec_from_file_location("judge_boundary", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from benchmarks import judge_boundary as bench
+
     assert bench.main(["--sizes", "3000", "--output-mb", "2"]) == 0
     out = capsys.readouterr().out
     rows = {}
