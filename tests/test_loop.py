@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
+from mcoder.cli.judge import PREFIX
 from mcoder.cli.options import NEGATED
 from mcoder.config import field_docs
 from mcoder.errors import UsageError
@@ -200,7 +201,8 @@ def test_help_is_the_config_docstrings(command, cls):
     for f in dataclasses.fields(cls):
         if not docs[f.name].help or f.name in NOT_OPTIONS.get((command, cls), ()):
             continue
-        name = f.name if f.name in params else NEGATED + f.name  # (a --no-X switch)
+        field = (PREFIX if cls is JudgeConfig else "") + f.name  # the judge's options: mcoder judge's names
+        name = field if field in params else NEGATED + field  # (a --no-X switch)
         if name not in params:
             assert dataclasses.is_dataclass(f.type) or f.name in ("train", "sampling", "judge", "temperature_candidates"), f.name
             continue
@@ -246,14 +248,14 @@ def test_generated_switches_and_repeated_options_read_back():
 
     command = typer.main.get_command(app).commands["loop"]  # type: ignore[attr-defined]
     plain = command.make_context("loop", ["-m", "x"]).params
-    assert given(TrainConfig, plain) == {} and given(JudgeConfig, plain) == {}
+    assert given(TrainConfig, plain) == {} and given(JudgeConfig, plain, prefix=PREFIX) == {}
     args = ["-m", "x", "--no-shuffle", "--no-cache", "--allow-package", "numpy",
             "--allow-package", "scipy", "--lora-target-modules", "q_proj", "--adam-betas", "0.8", "0.9"]  # fmt: skip
     params = command.make_context("loop", args).params
     assert given(TrainConfig, params) == {
         "shuffle": False, "lora_target_modules": ["q_proj"], "adam_betas": (0.8, 0.9)
     }  # fmt: skip
-    assert given(JudgeConfig, params) == {
+    assert given(JudgeConfig, params, prefix=PREFIX) == {
         "cache": False,
         "allow_packages": ("numpy", "scipy"),
     }
