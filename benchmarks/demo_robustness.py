@@ -12,8 +12,12 @@ Runs `commands/demo.sh` (the demo as `make demo` runs it), one run at a time:
     the difference another CPU's kernels make), then the demo from it (`--warm`);
   - ``rl-seed R``: the first seed's warm start, unchanged, RL sampling with seed R (`--rl-seed`):
     another sampling path from the same start.
-Each run prints held-out pass@1 before and after RL and the change as soon as it ends; at the end
-a table of all runs and the least, median and mean change. OUT/results.json keeps them all, and
+Each run prints held-out pass@1 before and after RL, the change, and its wall and CPU seconds as
+soon as it ends; at the end a table of all runs and the least, median and mean change. The CPU
+seconds (the demo and every process it waited for) stand for a quiet machine's wall time: the demo
+runs one torch thread, so on a busy machine its wall time grows and its CPU time does not. Two
+invocations with other --out folders and disjoint runs (e.g. `--seeds 0` beside `--seeds 1,2,3,4
+--weight-noise 0 --rl-seeds ''`) use both cores of a 2-core machine. OUT/results.json keeps them all, and
 a rerun skips the runs already recorded there. Held-out pass@1 is the demo's own figure: the first
 50 held-out problems x 4 samples at T = 1.0, the same samples' seed before and after.
 """
