@@ -12,8 +12,12 @@ Runs `commands/demo.sh` (the demo as `make demo` runs it), one run at a time:
     the difference another CPU's kernels make), then the demo from it (`--warm`);
   - ``rl-seed R``: the first seed's warm start, unchanged, RL sampling with seed R (`--rl-seed`):
     another sampling path from the same start.
-Each run prints held-out pass@1 before and after RL and the change as soon as it ends; at the end
-a table of all runs and the least, median and mean change. OUT/results.json keeps them all, and
+Each run prints held-out pass@1 before and after RL, the change, and its wall and CPU seconds as
+soon as it ends; at the end a table of all runs and the least, median and mean change. The CPU
+seconds (the demo and every process it waited for) stand for a quiet machine's wall time: the demo
+runs one torch thread, so on a busy machine its wall time grows and its CPU time does not. Two
+invocations with other --out folders and disjoint runs (e.g. `--seeds 0` beside `--seeds 1,2,3,4
+--weight-noise 0 --rl-seeds ''`) use both cores of a 2-core machine. OUT/results.json keeps them all, and
 a rerun skips the runs already recorded there. Held-out pass@1 is the demo's own figure: the first
 50 held-out problems x 4 samples at T = 1.0, the same samples' seed before and after.
 """
@@ -62,18 +66,23 @@ def perturb(src: Path, dst: Path, scale: float, seed: int) -> None:
         save_file(weights, f, metadata={"format": "pt"})
 
 
-def demo(out: Path, args: list[str], log: Path) -> float:
-    """One `commands/demo.sh` run into ``out``; its wall seconds."""
+def demo(out: Path, args: list[str], log: Path) -> tuple[float, float]:
+    """One `commands/demo.sh` run into ``out``; its wall seconds and CPU seconds (user + system, of
+    the demo and every process it waited for). The demo runs one torch thread, so on a quiet
+    machine its wall time is about its CPU time; on a busy one the CPU time still says what a
+    quiet machine would take."""
     env = {**os.environ, "PY": sys.executable}
     env.setdefault("MCODER", str(Path(sys.executable).with_name("mcoder")))
     cmd = ["bash", str(ROOT / "commands" / "demo.sh"), "--out", str(out), *args]
     print("  $ " + " ".join(cmd), file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     with open(log, "w") as f:
-        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"demo failed ({done.returncode}); see {log}")
-    return time.perf_counter() - t0
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage, not the whole benchmark's
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"demo failed ({proc.returncode}); see {log}")
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
 def plan(a) -> list[tuple[str, list[str], dict]]:
@@ -113,24 +122,32 @@ def run_all(a) -> list[dict]:
                 warm = a.out / f"warm-noise{prep['noise']}"
                 perturb(first_warm, warm, a.noise_scale, prep["noise"])
             args = [*args, "--warm", str(warm)]
-        seconds = demo(folder, args, a.out / f"{folder.name}.log")
+        seconds, cpu = demo(folder, args, a.out / f"{folder.name}.log")
         before = pass_at_1(folder / "before" / "verdicts.jsonl")
         after = pass_at_1(folder / "after" / "verdicts.jsonl")
-        row = {"run": name, "before": before, "after": after, "change": after - before, "seconds": seconds}
+        row = {
+            "run": name,
+            "before": before,
+            "after": after,
+            "change": after - before,
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+        }
         results.append(row)
         results_path.write_text(json.dumps(results, indent=2))
         print(
-            f"{name:<24} {before:6.1f}% -> {after:6.1f}%  {after - before:+6.1f}  ({seconds:.0f} s)",
+            f"{name:<24} {before:6.1f}% -> {after:6.1f}%  {after - before:+6.1f}  ({seconds:.0f} s, CPU {cpu:.0f} s)",
             flush=True,
         )
     return results
 
 
 def report(results: list[dict]) -> None:
-    print(f"\n{'run':<24} {'before':>8} {'after':>8} {'change':>8} {'seconds':>8}")
+    print(f"\n{'run':<24} {'before':>8} {'after':>8} {'change':>8} {'seconds':>8} {'CPU s':>8}")
     for r in results:
+        cpu = f"{r['cpu_seconds']:>8.0f}" if "cpu_seconds" in r else f"{'':>8}"
         print(
-            f"{r['run']:<24} {r['before']:>7.1f}% {r['after']:>7.1f}% {r['change']:>+8.1f} {r['seconds']:>8.0f}"
+            f"{r['run']:<24} {r['before']:>7.1f}% {r['after']:>7.1f}% {r['change']:>+8.1f} {r['seconds']:>8.0f} {cpu}"
         )
     changes = [r["change"] for r in results]
     if changes:

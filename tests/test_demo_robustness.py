@@ -60,3 +60,25 @@ def test_plan_runs_the_first_seed_then_each_perturbation_then_the_seeds():
         assert ("--rl-seed" in args) == ("rl-seed" in name)
         assert ("noise" in prep) == ("noise" in name)
         assert bool(prep) == ("," in name)  # every perturbed run starts from seed 0's warm start
+
+
+def test_demo_reports_the_cpu_seconds_of_the_run_and_its_children(tmp_path, monkeypatch):
+    """The CPU time stands for a quiet machine's wall time, so it must count the processes the demo
+    starts (its Python stages), not only the bash script, and a sleeping run must show little."""
+    (tmp_path / "commands").mkdir()
+    script = tmp_path / "commands" / "demo.sh"
+    script.write_text(
+        'set -e\n"$PY" -c "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass"\n'
+        "sleep 0.5\n"
+    )
+    monkeypatch.setattr(robust, "ROOT", tmp_path)
+    wall, cpu = robust.demo(tmp_path / "out", [], tmp_path / "log")
+    assert 0.5 <= cpu < wall  # the child Python's busy loop counted, the sleep did not
+    assert wall >= 1.0
+    script.write_text("exit 3\n")
+    try:
+        robust.demo(tmp_path / "out", [], tmp_path / "log")
+    except SystemExit as e:
+        assert "demo failed (3)" in str(e)
+    else:
+        raise AssertionError("a failed demo must stop the benchmark")
