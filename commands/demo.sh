@@ -2,7 +2,7 @@
 # `make demo`: RL that visibly improves a model, in a few minutes on 2 CPU cores. A tiny Qwen3 is
 # warm-started on the learning family of examples/learn/ (the proof's warm start, cut down: it
 # stops once 35 % of its samples on unseen train problems pass), its held-out pass@1 is
-# measured, a short MicroCoder-GRPO run (`mcoder train --loop`, T = 1.0 as in the learning proof)
+# measured, a short MicroCoder-GRPO run (`mcoder loop`, T = 1.0 as in the learning proof)
 # trains it on the train part, and the held-out pass@1 is measured again with the same sampling
 # seed. It prints the before/after table and writes the bench tables and training figures.
 # benchmarks/learning_proof.py is the full measurement (longer runs, several seeds, GRPO beside it).
@@ -90,7 +90,7 @@ evaluate() {  # evaluate MODEL DIR [BASELINE_VERDICTS]: held-out rollouts, verdi
 stage 2 "held-out pass@1 of the warm start ($EVAL_LIMIT problems x $EVAL_N samples, T = 1.0)"
 evaluate "$OUT/model" "$OUT/before"
 
-stage 3 "mcoder train --loop --algo microcoder-grpo: $STEPS steps x $BATCH problems x G=$N, L_max 64, T = $TEMP, lr $RL_LR"
+stage 3 "mcoder loop --algo microcoder-grpo: $STEPS steps x $BATCH problems x G=$N, L_max 64, T = $TEMP, lr $RL_LR"
 rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and skip) a finished one
 "${MC[@]}" loop --algo microcoder-grpo --model "$OUT/model" --problems "$LEARN/train.jsonl" \
   --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size "$MINI" \
