@@ -152,40 +152,55 @@ def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[
 # ---------------------------------------------------------------- the floor
 
 
-def own_cpu_s(p: Problem, code: str, test_index: int, timeout: float) -> float:
-    """CPU seconds the program spends on one test, run alone in a forked process (no judge, no
-    interpreter start), capped at the time limit."""
-    test = p.tests[test_index]
+def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
+    """CPU seconds the program spends on ``tests``, run alone in a forked process (no judge, no
+    interpreter start), capped at the time limit per test. A stdin program runs whole once per
+    test; a call program's module runs once and its function once per test (as both evaluators
+    run it: one process per record)."""
+    rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:
-        try:
-            cap = math.ceil(timeout)
-            resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-            sys.stdin = io.TextIOWrapper(io.BytesIO(test.input.encode() if not is_call(p) else b""))
-            sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
-            scope = {"__name__": "__main__"}
-            exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
-            if is_call(p):
-                scope[p.fn_name](*[json.loads(a) for a in test.input.split("\n")])
-            sys.stdout.flush()
-        except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
-            pass
+        os.close(rfd)
+        cap = math.ceil(timeout) * max(1, len(tests))
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
+        times = []
+        scope: dict = {}
+        for n, i in enumerate(tests):
+            t0 = time.process_time()
+            try:
+                if not is_call(p) or n == 0:
+                    sys.stdin = io.TextIOWrapper(io.BytesIO(p.tests[i].input.encode() if not is_call(p) else b""))
+                    scope = {"__name__": "__main__"}
+                    exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
+                if is_call(p):
+                    scope[p.fn_name](*[json.loads(a) for a in p.tests[i].input.split("\n")])
+                sys.stdout.flush()
+            except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
+                pass
+            times.append(min(time.process_time() - t0, timeout))
+        os.write(wfd, json.dumps(sum(times)).encode())
         os._exit(0)
-    _, _, ru = os.wait4(pid, 0)
-    return min(ru.ru_utime + ru.ru_stime, timeout)
+    os.close(wfd)
+    with os.fdopen(rfd) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return float(data) if data else timeout * len(tests)  # killed at the CPU cap: every test at the limit
 
 
-def floor_s(recs, ran: list[int], workers: int, timeout: float) -> float:
-    total = 0.0
+def floor_s(recs, ran: list[int], workers: int, timeout: float) -> dict[str, float]:
+    """The floor of each version: its programs' own CPU time divided by the workers."""
+    total: dict[str, float] = {}
     for (p, name, code), n in zip(recs, ran):
         if name == "tle":
-            total += timeout  # it never ends: any judge waits for the limit, once
-            continue
-        total += sum(own_cpu_s(p, code, i, timeout) for i in range(n))
-    return total / workers
+            cpu = timeout  # it never ends: any judge waits for the limit, once
+        else:
+            cpu = own_cpu_s(p, code, list(range(n)), timeout)
+        total[name] = total.get(name, 0.0) + cpu / workers
+    return total
 
 
 def main() -> None:
@@ -204,9 +219,11 @@ def main() -> None:
     print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
     t_lcb, lcb_passed = run_lcb(recs, args.workers, args.timeout, args.lcb)
     t_mc, mc_passed, ran = run_mcoder(recs, args.workers, args.timeout)
-    floor = floor_s(recs, ran, args.workers, args.timeout)
+    floors = floor_s(recs, ran, args.workers, args.timeout)
+    floor = sum(floors.values())
     print(f"LiveCodeBench: {t_lcb:.1f} s   mcoder: {t_mc:.1f} s   LiveCodeBench/mcoder: {t_lcb / t_mc:.2f}x")
     print(f"floor (programs' own CPU time / workers): {floor:.1f} s   floor/mcoder: {floor / t_mc:.2f}")
+    print("  by version: " + ", ".join(f"{k} {v:.1f} s" for k, v in floors.items()))
     differ = [(p.id, name, a, b) for (p, name, _), a, b in zip(recs, mc_passed, lcb_passed) if a != b]
     print(f"accepted: mcoder {sum(mc_passed)}, LiveCodeBench {sum(lcb_passed)}; verdicts that differ: {len(differ)}")
     for pid, name, a, b in differ:

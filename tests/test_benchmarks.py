@@ -185,3 +185,20 @@ def test_one_writer_exits_2_while_another_measurement_holds_the_folder(tmp_path,
         assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 2
     assert ran == [] and str(os.getpid()) in capsys.readouterr().err
     assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 0 and ran == [1]
+
+
+def test_the_judge_vs_lcb_floor_counts_a_call_programs_module_once():
+    """The floor was larger than mcoder's own time: it ran a call program's module (0.3 s of CPU
+    in the benchmark's slow version) once per test, while both evaluators load it once per record."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.records import Problem, Test
+
+    tests = [Test(input=f"{i}", output=f"{i}", kind="call") for i in range(5)]
+    p = Problem(id="p", source="t", question="q", tests=tests, fn_name="f")
+    code = judge_vs_lcb.variant("def f(x):\n    return x\n", "call", "f", "slow")
+    floor = judge_vs_lcb.own_cpu_s(p, code, list(range(5)), 2.0)
+    assert 0.25 < floor < 0.9, floor  # once: 0.3 s; once per test: 1.5 s
+    stdin = Problem(id="s", source="t", question="q", tests=[Test(input="1\n", output="1\n")] * 3)
+    floor = judge_vs_lcb.own_cpu_s(stdin, judge_vs_lcb.variant("print(input())\n", "stdin", None, "slow"), [0, 1, 2], 2.0)
+    assert 0.85 < floor < 1.6, floor  # a stdin program runs whole for each test: 3 x 0.3 s
