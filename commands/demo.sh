@@ -18,6 +18,8 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --rl-seed S  seed of the RL run alone (default: --seed): another sampling path from the same start
   --warm DIR   start from this warm-started model (copied) instead of training one
   --batch B    problems per RL step (default 16)
+  --mini M     prompt groups per optimizer step (default 4)
+  --gate G     the warm start's gate: sampled or likelihood (default sampled)
   --lr X       RL learning rate (default 3e-4)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
   --off-policy K   1: sample step k+1 while step k trains (default 0: on-policy)
@@ -25,7 +27,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
 Calls \$MCODER (default: mcoder on PATH) and \$PY (the Python that has mcoder).
 USAGE
 }
-OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG=""
+OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG="" MINI_ARG="" GATE=sampled
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -35,6 +37,8 @@ while [[ $# -gt 0 ]]; do
     --warm) WARM="$2"; shift 2 ;;
     --batch) BATCH_ARG="$2"; shift 2 ;;
     --lr) LR_ARG="$2"; shift 2 ;;
+    --mini) MINI_ARG="$2"; shift 2 ;;
+    --gate) GATE="$2"; shift 2 ;;
     --temperature) TEMP="$2"; shift 2 ;;
     --off-policy) OFF_POLICY="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
@@ -52,12 +56,18 @@ LEARN="$REPO_DIR/examples/learn"
 # start down another path gave +24.0, +17.5 and +0.5 points, a lottery (benchmarks/demo_robustness.py
 # measures the spread over seeds and perturbed starts);
 # held-out pass@1 is over the first 50 held-out problems x 4 samples at T = 1.0.
-SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.35 BATCH=16 MINI=4 N=8 RL_LR=3e-4 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
+SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.35 BATCH=16 MINI=2 N=8 RL_LR=3e-4 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
 if [[ $SMOKE == 1 ]]; then
   SFT_STEPS=10 FIRST_CHECK=0 TARGET=0 BATCH=2 MINI=2 N=2 EVAL_LIMIT=3 EVAL_N=2 PROBE=2 STEPS=2
 fi
 [[ -n "$BATCH_ARG" ]] && BATCH="$BATCH_ARG"
 [[ -n "$LR_ARG" ]] && RL_LR="$LR_ARG"
+[[ -n "$MINI_ARG" ]] && MINI="$MINI_ARG"
+case "$GATE" in
+  sampled) GATE_ARGS=(--gate sampled --check-problems 16 --check-every 25 --first-check "$FIRST_CHECK" --approach 1) ;;
+  likelihood) GATE_ARGS=(--gate likelihood --check-every 5 --first-check 0) ;;
+  *) die "--gate $GATE: give sampled or likelihood" ;;
+esac
 RL_SEED="${RL_SEED:-$SEED}"
 # One torch thread per process: on a busy 2-core machine two threads are several times slower.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
@@ -70,8 +80,8 @@ if [[ -n "$WARM" ]]; then
   rm -rf "$OUT/model" && cp -r "$WARM" "$OUT/model"
 elif [[ ! -f "$OUT/model/config.json" ]]; then
   "$PY" "$LEARN/warm_start.py" --problems "$LEARN/train.jsonl" --out "$OUT/model" --steps "$SFT_STEPS" \
-    --lr "$SFT_LR" --target-pass "$TARGET" --first-check "$FIRST_CHECK" --approach 1 --seed "$SEED" \
-    --gate sampled --check-problems 16 --check-every 25 \
+    --lr "$SFT_LR" --target-pass "$TARGET" --seed "$SEED" \
+    "${GATE_ARGS[@]}" \
     >/dev/null 2>"$OUT/warm_start.log"
 fi
 
