@@ -462,3 +462,46 @@ def test_a_second_measurement_into_the_same_folder_exits_2_and_touches_nothing(t
     assert done.returncode == 2, done.stderr[-2000:]
     assert str(os.getpid()) in done.stderr
     assert list(out.iterdir()) == []
+
+
+class WeightGate:
+    """A gate that reads a number stored in the model's one weight (a real torch module): the
+    look-back's bisection is checked on values chosen here, without training."""
+
+    @staticmethod
+    def make(target: float):
+        warm = load_warm_start()
+
+        class Gate(warm.Gate):
+            KEY, LABEL = "gate_value", "value"
+
+            def measure(self, model, step: int) -> float:
+                return float(model.weight.item())
+
+        return Gate([], target)
+
+
+def test_a_check_far_past_the_target_is_looked_back_from_by_bisection():
+    """Seed 3 of the demo read 15.6 % at step 175 and 58.6 % at 200 (target 35 %): the copies
+    taken in between are read by bisection and the closest reading of all is kept."""
+    import torch
+
+    warm = load_warm_start()
+    model = torch.nn.Linear(1, 1, bias=False)
+    values = {180: 0.20, 185: 0.33, 190: 0.45, 195: 0.50}
+    copies = {}
+    for step, v in values.items():
+        model.weight.data.fill_(v)
+        copies[step] = {k: t.clone() for k, t in model.state_dict().items()}
+    model.weight.data.fill_(0.62)
+    gate = WeightGate.make(0.35)
+    assert gate.reached(model, 200)
+    step, value, weights = warm.look_back_checks(model, gate, copies, None, 0.35)
+    assert (step, round(value, 2)) == (185, 0.33)
+    assert weights["weight"].item() == pytest.approx(0.33)
+    assert [c["step"] for c in gate.history] == [200, 185, 190]  # two checks, both recorded
+    # the overshooting check itself stays a candidate: nothing between was closer
+    gate = WeightGate.make(0.58)
+    model.weight.data.fill_(0.62)
+    assert gate.reached(model, 200)
+    assert warm.look_back_checks(model, gate, copies, None, 0.58)[0] == 200

@@ -230,6 +230,30 @@ def closest_check(kept: list[tuple[int, float, dict]], target: float) -> tuple[i
     return min(reversed(kept), key=lambda k: abs(k[1] - target))
 
 
+def look_back_checks(model, gate: Gate, copies: dict[int, dict], best, target: float):
+    """The check that read far past ``target`` is ``best`` (or, outside the approach phase, the
+    model as it is); the ``copies`` taken since the check before are read by bisection, assuming
+    the gate grows with the steps (it is noisy: the closest of every reading is kept, whatever
+    the order). Returns the closest (step, gate value, weights)."""
+    import copy
+
+    found = [best] if best is not None else []
+    if not found:
+        found = [(gate.history[-1]["step"], gate.last_rate, copy.deepcopy(model.state_dict()))]
+    steps = sorted(copies)
+    lo, hi = 0, len(steps) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        model.load_state_dict(copies[steps[mid]])
+        above = gate.reached(model, steps[mid])
+        found.append((steps[mid], gate.last_rate, copies[steps[mid]]))
+        if above:
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return closest_check(sorted(found, key=lambda k: k[0]), target)
+
+
 def warm_start(
     problems_path: str,
     out: str,
@@ -249,6 +273,8 @@ def warm_start(
     approach: float = 0.5,
     approach_lr: float = 0.25,
     fine_every: int = 1,
+    look_back: int = 0,
+    overshoot: float = 0.1,
 ) -> Path:
     """Supervised pass of at most ``steps`` optimizer steps. With ``target_pass`` > 0,
     ``check_problems`` train problems are kept out of the pass and it stops at the first check
@@ -264,7 +290,13 @@ def warm_start(
     ``approach`` x ``target_pass`` on, the learning rate is multiplied by ``approach_lr`` and checks
     come every ``fine_every`` steps. The checked model of that phase whose gate value is closest to
     the target (the later one on a tie) is kept in memory and written, so a check that jumps far
-    past the target does not decide the start. ``warm_start.json`` records every check and the step kept."""
+    past the target does not decide the start. With ``look_back`` > 0 the pass also keeps a copy of
+    the weights every ``look_back`` steps between checks, and a check that reads more than
+    ``target_pass + overshoot`` is looked back from: those copies are checked by bisection (two or
+    three checks) and the closest of all is kept. A gate read every 25 steps jumped from 16 % to
+    59 % between two checks (the phase change is faster than the checks are frequent), and a start
+    that far past the band leaves RL little to gain. ``warm_start.json`` records every check and the
+    step kept."""
     import copy
 
     import torch
@@ -302,6 +334,8 @@ def warm_start(
     near = False  # in the approach phase (slower pass, finer checks)
     # the approach phase's closest check so far: (step, gate value, weights)
     best: tuple[int, float, dict] | None = None
+    copies: dict[int, dict] = {}  # with look_back: the weights since the last check, by step
+    reached = False
     try:
         for step in range(1, steps + 1):
             ids, mask, labels = batch_tensors(rng.sample(rows, min(batch, len(rows))), tokenizer.pad_token_id)
@@ -319,6 +353,8 @@ def warm_start(
             every = fine_every if near else check_every
             checking = gate is not None and step >= first_check and step % every == 0
             if not checking:
+                if gate is not None and look_back and step % look_back == 0 and step > first_check - check_every:
+                    copies[step] = copy.deepcopy(model.state_dict())
                 continue
             reached = gate.reached(model, step)
             if not near and gate.last_rate >= approach * target_pass:
@@ -331,6 +367,9 @@ def warm_start(
                     best = (step, gate.last_rate, copy.deepcopy(model.state_dict()))
             if reached:
                 break
+            copies.clear()
+        if reached and copies and gate.last_rate > target_pass + overshoot:
+            best = look_back_checks(model, gate, copies, best, target_pass)
     finally:
         if gate is not None:
             gate.close()
@@ -350,6 +389,7 @@ def warm_start(
         "steps": done,
         "kept_step": kept_step,
         "approach": {"from_fraction": approach, "lr_factor": approach_lr, "check_every": fine_every},
+        **({"look_back": {"every": look_back, "overshoot": overshoot}} if look_back else {}),
         "max_steps": steps,
         "target_pass": target_pass,
         "gate": kind,
@@ -407,6 +447,16 @@ def main(argv: list[str] | None = None) -> int:
         "--approach-lr", type=float, default=0.25, help="learning-rate factor once the pass slows down"
     )
     parser.add_argument("--fine-every", type=int, default=1, help="steps between checks once it slows down")
+    parser.add_argument(
+        "--look-back",
+        type=int,
+        default=0,
+        help="keep the weights every this many steps between checks; a check past the target by more "
+        "than --overshoot is looked back from (0: never)",
+    )
+    parser.add_argument(
+        "--overshoot", type=float, default=0.1, help="how far past --target-pass a check must read to look back"
+    )
     args = parser.parse_args(argv)
     out = warm_start(
         args.problems,
@@ -426,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
         approach=args.approach,
         approach_lr=args.approach_lr,
         fine_every=args.fine_every,
+        look_back=args.look_back,
+        overshoot=args.overshoot,
     )
     print(out)
     return 0
