@@ -18,7 +18,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --rl-seed S  seed of the RL run alone (default: --seed): another sampling path from the same start
   --warm DIR   start from this warm-started model (copied) instead of training one
   --batch B    problems per RL step (default 16)
-  --mini M     prompt groups per optimizer step (default 4)
+  --mini M     prompt groups per optimizer step (default 1)
   --gate G     the warm start's gate: sampled or likelihood (default sampled)
   --lr X       RL learning rate (default 3e-4)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
@@ -56,7 +56,7 @@ LEARN="$REPO_DIR/examples/learn"
 # start down another path gave +24.0, +17.5 and +0.5 points, a lottery (benchmarks/demo_robustness.py
 # measures the spread over seeds and perturbed starts);
 # held-out pass@1 is over the first 50 held-out problems x 4 samples at T = 1.0.
-SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.35 BATCH=16 MINI=2 N=8 RL_LR=3e-4 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
+SFT_STEPS=1000 SFT_LR=4e-3 FIRST_CHECK=200 TARGET=0.35 BATCH=16 MINI=1 N=8 RL_LR=3e-4 EVAL_LIMIT=50 EVAL_N=4 PROBE=4
 if [[ $SMOKE == 1 ]]; then
   SFT_STEPS=10 FIRST_CHECK=0 TARGET=0 BATCH=2 MINI=2 N=2 EVAL_LIMIT=3 EVAL_N=2 PROBE=2 STEPS=2
 fi
@@ -64,7 +64,7 @@ fi
 [[ -n "$LR_ARG" ]] && RL_LR="$LR_ARG"
 [[ -n "$MINI_ARG" ]] && MINI="$MINI_ARG"
 case "$GATE" in
-  sampled) GATE_ARGS=(--gate sampled --check-problems 16 --check-every 25 --first-check "$FIRST_CHECK" --approach 1) ;;
+  sampled) GATE_ARGS=(--gate sampled --check-problems 16 --check-every 25 --first-check "$FIRST_CHECK" --approach 1 --look-back 5) ;;
   likelihood) GATE_ARGS=(--gate likelihood --check-every 5 --first-check 0) ;;
   *) die "--gate $GATE: give sampled or likelihood" ;;
 esac
