@@ -45,6 +45,11 @@ else:  # python benchmarks/judge_vs_lcb.py: this folder is first on sys.path
 
 SLOW_PREFIX = "import time as _t\n_end = _t.process_time() + 0.3\nwhile _t.process_time() < _end:\n    pass\n"
 CALL_WRAP = "\n_mc_orig = {fn}\n\n\ndef {fn}(*args, **kw):\n{body}\n"
+# a LeetCode-style problem's function is a method of class Solution: the method is replaced
+METHOD_WRAP = (
+    "\n_mc_method = Solution.{fn}\n\n\ndef _mc_new(self, *args, **kw):\n"
+    "    _mc_orig = lambda *a, **k: _mc_method(self, *a, **k)\n{body}\n\n\nSolution.{fn} = _mc_new\n"
+)
 VARIANTS = ("correct", "slow", "wrong", "crash", "tle")
 
 
@@ -65,7 +70,8 @@ def variant(code: str, kind: str, fn: str | None, name: str) -> str:
         "crash": "    _mc_orig(*args, **kw)\n    raise ValueError('crash')",
         "tle": "    while True:\n        pass",
     }[name]
-    return code + CALL_WRAP.format(fn=fn, body=body)
+    wrap = METHOD_WRAP if "class Solution" in code else CALL_WRAP
+    return code + wrap.format(fn=fn, body=body)
 
 
 def records(limit: int, variants: list[str]) -> list[tuple[Problem, str, str]]:
@@ -194,12 +200,8 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
 def floor_s(recs, ran: list[int], workers: int, timeout: float) -> dict[str, float]:
     """The floor of each version: its programs' own CPU time divided by the workers."""
     total: dict[str, float] = {}
-    for (p, name, code), n in zip(recs, ran):
-        if name == "tle":
-            cpu = timeout  # it never ends: any judge waits for the limit, once
-        else:
-            cpu = own_cpu_s(p, code, list(range(n)), timeout)
-        total[name] = total.get(name, 0.0) + cpu / workers
+    for (p, name, code), n in zip(recs, ran):  # an endless loop is stopped at the limit, and counts it
+        total[name] = total.get(name, 0.0) + own_cpu_s(p, code, list(range(n)), timeout) / workers
     return total
 
 

@@ -202,3 +202,22 @@ def test_the_judge_vs_lcb_floor_counts_a_call_programs_module_once():
     stdin = Problem(id="s", source="t", question="q", tests=[Test(input="1\n", output="1\n")] * 3)
     floor = judge_vs_lcb.own_cpu_s(stdin, judge_vs_lcb.variant("print(input())\n", "stdin", None, "slow"), [0, 1, 2], 2.0)
     assert 0.85 < floor < 1.6, floor  # a stdin program runs whole for each test: 3 x 0.3 s
+
+
+def test_the_judge_vs_lcb_versions_of_a_method_fail_as_their_name_says():
+    """A LeetCode-style reference (a method of class Solution) made into the wrong, crashing and
+    endless versions: each replaced the method, where they had failed to load (a NameError on the
+    module-level name, so 11 'endless' records ended at once and 'wrong' ones were crashes)."""
+    from benchmarks import judge_vs_lcb
+
+    ref = "class Solution:\n    def twice(self, x):\n        return 2 * x\n"
+    scopes = {}
+    for name in ("correct", "slow", "wrong", "crash", "tle"):
+        scope: dict = {"__name__": "__main__"}
+        exec(judge_vs_lcb.variant(ref, "call", "twice", name), scope)  # noqa: S102 - the benchmark's own text
+        scopes[name] = scope
+    assert scopes["correct"]["Solution"]().twice(3) == 6 and scopes["slow"]["Solution"]().twice(3) == 6
+    assert scopes["wrong"]["Solution"]().twice(3) == "wrong"
+    with pytest.raises(ValueError, match="crash"):
+        scopes["crash"]["Solution"]().twice(3)
+    assert scopes["tle"]["Solution"].twice.__name__ == "_mc_new"  # the endless body replaced the method
