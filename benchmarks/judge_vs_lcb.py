@@ -13,8 +13,10 @@ stop a record at its first failing test. LiveCodeBench's evaluator is a copy of 
 ``codegen_metrics`` (one sample per record, so that its process pool spreads records as mcoder's
 pool does); nothing of it is copied here. Printed: each one's wall time, the ratio, the verdicts
 on which they differ, and the floor: the programs' own CPU time (each test up to the first failure,
-the program run alone in a forked process; an endless loop counts the time limit) divided by the
-workers: no evaluator that runs these programs can be faster.
+the program run alone in a forked process, a call program's module once per record; an endless loop
+until the limit stops it) divided by the workers: no evaluator that runs these programs can be
+faster. A call problem's function may be a method of ``class Solution`` (LeetCode's form): its
+versions replace the method.
 
 Wall times depend on what else the machine runs: compare the two in the same run, not across runs.
 
@@ -182,8 +184,9 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
                     sys.stdin = io.TextIOWrapper(io.BytesIO(p.tests[i].input.encode() if not is_call(p) else b""))
                     scope = {"__name__": "__main__"}
                     exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
-                if is_call(p):
-                    scope[p.fn_name](*[json.loads(a) for a in p.tests[i].input.split("\n")])
+                if is_call(p):  # a function, or a method of class Solution (LeetCode's form)
+                    fn = getattr(scope["Solution"](), p.fn_name) if "Solution" in scope else scope[p.fn_name]
+                    fn(*[json.loads(a) for a in p.tests[i].input.split("\n")])
                 sys.stdout.flush()
             except BaseException:  # noqa: BLE001, S110 - a forked child: it must reach os._exit
                 pass

@@ -221,3 +221,15 @@ def test_the_judge_vs_lcb_versions_of_a_method_fail_as_their_name_says():
     with pytest.raises(ValueError, match="crash"):
         scopes["crash"]["Solution"]().twice(3)
     assert scopes["tle"]["Solution"].twice.__name__ == "_mc_new"  # the endless body replaced the method
+
+
+def test_the_judge_vs_lcb_floor_calls_a_method_of_class_solution():
+    """The floor called a LeetCode-style method as a module-level function: a KeyError, so an
+    endless method counted no time at all."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.records import Problem, Test
+
+    p = Problem(id="p", source="t", question="q", tests=[Test(input="1", output="2", kind="call")], fn_name="twice")
+    ref = "class Solution:\n    def twice(self, x):\n        return 2 * x\n"
+    assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(ref, "call", "twice", "tle"), [0], 1.0) >= 0.9
