@@ -21,6 +21,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --mini M     prompt groups per optimizer step (default 1)
   --gate G     the warm start's gate: sampled or likelihood (default sampled)
   --max-grad-norm X  RL gradient clipping by global norm (default: the loop's)
+  --beta B     weight of a KL term to the warm start (default: the preset's, 0)
   --lr X       RL learning rate (default 3e-4)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
   --off-policy K   1: sample step k+1 while step k trains (default 0: on-policy)
@@ -41,6 +42,7 @@ while [[ $# -gt 0 ]]; do
     --mini) MINI_ARG="$2"; shift 2 ;;
     --gate) GATE="$2"; shift 2 ;;
     --max-grad-norm) RL_EXTRA+=(--max-grad-norm "$2"); shift 2 ;;
+    --beta) RL_EXTRA+=(--beta "$2"); shift 2 ;;
     --temperature) TEMP="$2"; shift 2 ;;
     --off-policy) OFF_POLICY="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
