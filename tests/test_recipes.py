@@ -496,7 +496,8 @@ def test_a_check_far_past_the_target_is_looked_back_from_by_bisection():
     model.weight.data.fill_(0.62)
     gate = WeightGate.make(0.35)
     assert gate.reached(model, 200)
-    step, value, weights = warm.look_back_checks(model, gate, copies, None, 0.35)
+    overshoot = (200, 0.62, {k: t.clone() for k, t in model.state_dict().items()})
+    step, value, weights = warm.look_back_checks(model, gate, copies, overshoot, 0.35)
     assert (step, round(value, 2)) == (185, 0.33)
     assert weights["weight"].item() == pytest.approx(0.33)
     assert [c["step"] for c in gate.history] == [200, 185, 190]  # two checks, both recorded
@@ -504,4 +505,4 @@ def test_a_check_far_past_the_target_is_looked_back_from_by_bisection():
     gate = WeightGate.make(0.58)
     model.weight.data.fill_(0.62)
     assert gate.reached(model, 200)
-    assert warm.look_back_checks(model, gate, copies, None, 0.58)[0] == 200
+    assert warm.look_back_checks(model, gate, copies, overshoot, 0.58)[0] == 200

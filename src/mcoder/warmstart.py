@@ -231,15 +231,11 @@ def closest_check(kept: list[tuple[int, float, dict]], target: float) -> tuple[i
 
 
 def look_back_checks(model, gate: Gate, copies: dict[int, dict], best, target: float):
-    """The check that read far past ``target`` is ``best`` (or, outside the approach phase, the
-    model as it is); the ``copies`` taken since the check before are read by bisection, assuming
-    the gate grows with the steps (it is noisy: the closest of every reading is kept, whatever
-    the order). Returns the closest (step, gate value, weights)."""
-    import copy
-
-    found = [best] if best is not None else []
-    if not found:
-        found = [(gate.history[-1]["step"], gate.last_rate, copy.deepcopy(model.state_dict()))]
+    """``best`` is the (step, gate value, weights) of the check that read far past ``target`` (the
+    approach phase has begun by then, so it is always set); the ``copies`` taken since the check
+    before are read by bisection, assuming the gate grows with the steps (it is noisy: the closest
+    of every reading is kept, whatever the order). Returns the closest (step, gate value, weights)."""
+    found = [best]
     steps = sorted(copies)
     lo, hi = 0, len(steps) - 1
     while lo <= hi:
