@@ -233,3 +233,17 @@ def test_the_judge_vs_lcb_floor_calls_a_method_of_class_solution():
     p = Problem(id="p", source="t", question="q", tests=[Test(input="1", output="2", kind="call")], fn_name="twice")
     ref = "class Solution:\n    def twice(self, x):\n        return 2 * x\n"
     assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(ref, "call", "twice", "tle"), [0], 1.0) >= 0.9
+
+
+def test_the_judge_vs_lcb_floor_keeps_the_tests_before_one_that_never_ends():
+    """A call program fast on its first test and endless on its second counts ~0 + the limit: the
+    CPU limit is per test and each test's time reaches the parent as it ends (the whole record was
+    capped at twice the limit and, once killed, counted every test at the limit)."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.records import Problem, Test
+
+    tests = [Test(input="0", output="0", kind="call"), Test(input="1", output="1", kind="call")]
+    p = Problem(id="p", source="t", question="q", tests=tests, fn_name="f")
+    code = "def f(x):\n    while x:\n        pass\n    return x\n"
+    assert 0.9 <= judge_vs_lcb.own_cpu_s(p, code, [0, 1], 1.0) < 1.5
