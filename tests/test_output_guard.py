@@ -234,3 +234,63 @@ def test_every_help_is_whole_at_80_columns(words):
     res = CliRunner().invoke(app, [*words, "-h"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
     assert res.exit_code == 0, res.output
     assert "\u2026" not in res.output, [line for line in res.output.splitlines() if "\u2026" in line]
+
+
+# ----------------------------------------------------------------------------- the warm start
+# `python -m mcoder.warmstart` is no subcommand (the walk above does not see it) and replaces its
+# folder whole; it must refuse the same paths, for OUT and for the OUT.part it writes beside.
+
+WARM_CASES = ["input", "foreign", "fifo", "device", "wrong_kind", "link"]
+
+
+@pytest.mark.parametrize("where", ["out", "part"])
+@pytest.mark.parametrize("case", WARM_CASES)
+def test_the_warm_start_refuses(tmp_path, capsys, case, where):
+    from mcoder import warmstart
+
+    problems = tmp_path / "train.jsonl"
+    shutil.copy(EXAMPLES / "call.jsonl", problems)
+    out = tmp_path / "warm"
+    at = out if where == "out" else tmp_path / "warm.part"
+    if case == "input":
+        if where == "part":
+            pytest.skip("the input is named by --out, not by the folder beside it")
+        at = out = problems
+    elif case == "foreign":
+        if where == "part":
+            pytest.skip("OUT.part is the warm start's own name: a folder there is an unfinished one")
+        at.mkdir()
+        (at / "notes.txt").write_text("the user's own notes\n")
+    elif case == "fifo":
+        os.mkfifo(at)
+    elif case == "device":
+        if os.geteuid() != 0:
+            pytest.skip("mknod needs root")
+        os.mknod(at, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    elif case == "wrong_kind":
+        at.write_text("the user's file\n")
+    elif case == "link":  # a link to the user's folder: the pass would write (or rmtree) there
+        users = tmp_path / "users"
+        users.mkdir()
+        (users / "keep.txt").write_text("keep\n")
+        at.symlink_to(users)
+    before = {p: _state(p) for p in tmp_path.rglob("*")}
+    code = warmstart.main(["--problems", str(problems), "--out", str(out), "--steps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert str(at) in err and "error:" in err, err
+    assert {p: _state(p) for p in tmp_path.rglob("*")} == before
+
+
+def test_the_warm_start_replaces_only_its_own_folder(tmp_path):
+    """An empty folder or an earlier warm start (it has warm_start.json) may be replaced."""
+    from mcoder import warmstart
+
+    (tmp_path / "empty").mkdir()
+    warmstart.check_out(tmp_path / "empty")
+    warmstart.check_out(tmp_path / "missing" / "warm")
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / warmstart.SUMMARY).write_text("{}")
+    (tmp_path / "earlier.part").mkdir()  # an interrupted pass's leftover
+    warmstart.check_out(earlier)

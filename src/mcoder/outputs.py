@@ -470,6 +470,15 @@ def _refuse_foreign(out: str, present: str, kind: str, expect: Sequence[str], fl
             )
 
 
+def refuse_foreign_folder(out: str | os.PathLike, *, expect: Sequence[str], flag: str = "--out") -> None:
+    """For a writer that replaces its folder whole and keeps no sidecar: refuse an existing,
+    non-empty ``out`` without the ``expect`` files (someone else's folder). Pair with
+    ``check_target(out, kind="dir")``, which refuses links, devices and files."""
+    present = _existing(os.fspath(out), "dir")
+    if present:
+        _refuse_foreign(os.fspath(out), present, "dir", expect, flag)
+
+
 def _first_record(path: str) -> dict | None:
     import orjson
 

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+# Every warm start's folder has it: the mark that a folder at --out may be replaced.
+SUMMARY = "warm_start.json"
 # Chooses the likelihood gate's problems: the same for every --seed (sampled: by --seed, as before).
 GATE_SEED = 0
 
@@ -250,6 +252,21 @@ def look_back_checks(model, gate: Gate, copies: dict[int, dict], best, target: f
     return closest_check(sorted(found, key=lambda k: k[0]), target)
 
 
+def check_out(out: str | Path) -> None:
+    """Refuse an ``--out`` the pass must not replace: anything but a folder (a link, a device, a
+    file), or a folder that is not an earlier warm start (no ``warm_start.json``: someone's files).
+    The same for ``OUT.part``, the folder written beside. An earlier warm start is replaced whole,
+    which is what every caller relies on (a rerun with other settings)."""
+    from mcoder.outputs import check_target, refuse_foreign_folder
+
+    out = Path(out)
+    part = out.with_name(out.name + ".part")
+    for p, mark in ((out, SUMMARY), (part, None)):
+        check_target(p, flag="--out", kind="dir")
+        if mark is not None:
+            refuse_foreign_folder(p, expect=(mark,))
+
+
 def warm_start(
     problems_path: str,
     out: str,
@@ -301,6 +318,7 @@ def warm_start(
     from mcoder.records import Problem
     from mcoder.testing import TinySpec, build_model
 
+    check_out(out)  # before the pass: a refused --out costs nothing
     problems = list(read_records(problems_path, Problem))
     spec = TinySpec(layers=layers, seed=seed)
     tokenizer = build_tokenizer(problems, spec.vocab)
@@ -378,6 +396,7 @@ def warm_start(
     # caller may take its presence as "done" after an interrupted run.
     out = Path(out)
     part = out.with_name(out.name + ".part")
+    check_out(out)  # again: the pass took minutes, and the path may have changed meanwhile
     shutil.rmtree(part, ignore_errors=True)
     model.save_pretrained(part)
     tokenizer.save_pretrained(part)
@@ -392,7 +411,7 @@ def warm_start(
         "gate_problems": len(gate.problems) if gate else 0,
         "checks": gate.history if gate else [],
     }
-    (part / "warm_start.json").write_text(json.dumps(summary, indent=2))
+    (part / SUMMARY).write_text(json.dumps(summary, indent=2))
     shutil.rmtree(out, ignore_errors=True)
     part.rename(out)
     return out
@@ -454,6 +473,13 @@ def main(argv: list[str] | None = None) -> int:
         "--overshoot", type=float, default=0.1, help="how far past --target-pass a check must read to look back"
     )
     args = parser.parse_args(argv)
+    from mcoder.errors import McoderError
+
+    try:
+        check_out(args.out)
+    except McoderError as e:
+        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        return e.exit_code
     out = warm_start(
         args.problems,
         args.out,
