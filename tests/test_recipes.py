@@ -506,3 +506,32 @@ def test_a_check_far_past_the_target_is_looked_back_from_by_bisection():
     model.weight.data.fill_(0.62)
     assert gate.reached(model, 200)
     assert warm.look_back_checks(model, gate, copies, overshoot, 0.58)[0] == 200
+
+
+def test_a_first_check_far_past_the_target_is_looked_back_from_to_the_start(tmp_path, monkeypatch):
+    """Seed 5 of the demo read 61.7 % at its first check (step 200): the pass had kept copies only
+    from step 180 on, all past the band, and RL from that start gained +6.5. Before the first check
+    the copies go back to the start. The gate here is a stand-in that reads the step (0.1 per step,
+    so the band's crossing lies before the window of copies the pass used to keep); the pass and
+    the model are real."""
+    warm = load_warm_start()
+
+    class StepGate(warm.Gate):
+        KEY, LABEL = "gate_value", "value"
+
+        def __init__(self, problems, tokenizer, *, target):
+            super().__init__(problems, target)
+
+        def measure(self, model, step: int) -> float:
+            return step / 10
+
+    monkeypatch.setattr(warm, "LikelihoodGate", StepGate)
+    out = warm.warm_start(
+        str(ROOT / "examples" / "learn" / "train.jsonl"), str(tmp_path / "warm"), steps=20, batch=2,
+        lr=1e-3, seed=0, layers=1, target_pass=0.35, gate="likelihood", check_every=5, first_check=10,
+        check_problems=4, look_back=2, overshoot=0.1,
+    )  # fmt: skip
+    summary = json.loads((out / "warm_start.json").read_text())
+    # the first check (1.0) overshoots; bisection over the copies of steps 2-8 reads 4, then 2
+    assert [c["step"] for c in summary["checks"]] == [10, 4, 2]
+    assert summary["kept_step"] == 4
