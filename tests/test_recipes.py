@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -189,9 +190,28 @@ def test_demo_smoke_prints_the_before_after_table(tmp_path):
     # the loop's default rule reads the judged probe (a smoke model may pass nothing: then the knee)
     assert record["rule_asked"] == "spread" and record["rule"] in ("spread", "spread->knee", "spread->rise")
     assert "at_edge" in record and len(record["table"]) == 7 == len(record["spreads"])
-    assert json.loads((out / "run" / "config.json").read_text())["train"]["mask_mode"] == "zero_advantage"
+    train = json.loads((out / "run" / "config.json").read_text())["train"]
+    assert train["mask_mode"] == "zero_advantage"
+    assert train["beta"] == 0.04  # the demo's KL term to the warm start (the preset has none)
+    assert "did not reach its gate" not in done.stderr  # --smoke has no gate
     plots = sorted((out / "plots").glob("*.png"))
     assert plots and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
+
+
+@pytest.mark.slow
+def test_the_demo_warns_when_its_warm_start_never_reached_the_gate(tiny_model, tmp_path):
+    """Seed 6's warm start ran its 1000 steps with the gate at 2-12 % (held-out 2.5 %) and RL then
+    gained +2.0: the demo says so before the RL steps, and still runs."""
+    warm = tmp_path / "warm"
+    shutil.copytree(tiny_model, warm)
+    checks = [{"step": 200, "gate_pass_rate": 0.023}, {"step": 875, "gate_pass_rate": 0.125}]
+    (warm / "warm_start.json").write_text(
+        json.dumps({"steps": 1000, "target_pass": 0.35, "target_reached": False, "checks": checks})
+    )
+    done = run_recipe("demo.sh", "--smoke", "--out", "demo", "--warm", str(warm), cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning: the warm start did not reach its gate (35 %) in 1000 steps (best check 12.5 %)" in done.stderr
+    assert "after RL" in done.stdout
 
 
 @pytest.mark.slow

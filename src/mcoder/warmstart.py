@@ -411,6 +411,7 @@ def warm_start(
         "target_pass": target_pass,
         "gate": kind,
         "gate_problems": len(gate.problems) if gate else 0,
+        **({"target_reached": reached} if gate else {}),
         "checks": gate.history if gate else [],
     }
     (part / SUMMARY).write_text(json.dumps(summary, indent=2))
