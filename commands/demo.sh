@@ -21,6 +21,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --mini M     prompt groups per optimizer step (default 1)
   --gate G     the warm start's gate: sampled or likelihood (default sampled)
   --max-grad-norm X  RL gradient clipping by global norm (default: the loop's)
+  --sft-weight-decay X  AdamW weight decay of the warm start (default 0)
   --beta B     weight of the KL term to the warm start (default 0.04; 0: the preset's, none)
   --lr X       RL learning rate (default 3e-4)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
@@ -29,7 +30,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
 Calls \$MCODER (default: mcoder on PATH) and \$PY (the Python that has mcoder).
 USAGE
 }
-OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG="" MINI_ARG="" GATE=sampled BETA=0.04 RL_EXTRA=()
+OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG="" MINI_ARG="" GATE=sampled BETA=0.04 SFT_WD=0 RL_EXTRA=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -43,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --gate) GATE="$2"; shift 2 ;;
     --max-grad-norm) RL_EXTRA+=(--max-grad-norm "$2"); shift 2 ;;
     --beta) BETA="$2"; shift 2 ;;
+    --sft-weight-decay) SFT_WD="$2"; shift 2 ;;
     --temperature) TEMP="$2"; shift 2 ;;
     --off-policy) OFF_POLICY="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
@@ -89,7 +91,7 @@ if [[ -n "$WARM" ]]; then
   rm -rf "$OUT/model" && cp -r "$WARM" "$OUT/model"
 elif [[ ! -f "$OUT/model/config.json" ]]; then
   "$PY" "$LEARN/warm_start.py" --problems "$LEARN/train.jsonl" --out "$OUT/model" --steps "$SFT_STEPS" \
-    --lr "$SFT_LR" --target-pass "$TARGET" --seed "$SEED" \
+    --lr "$SFT_LR" --weight-decay "$SFT_WD" --target-pass "$TARGET" --seed "$SEED" \
     "${GATE_ARGS[@]}" \
     >/dev/null 2>"$OUT/warm_start.log"
 fi

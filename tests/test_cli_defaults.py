@@ -187,7 +187,10 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ("testing.py", "TinySpec"): ({"seed", "dtype"}, "the tiny test model's own spec, not a run's"),
     ("models.py", "load_model"): ({"dtype", "device"}, "'auto': the checkpoint's dtype and the free device"),
     ("judge/harness.py", "imported_names"): ({"limit"}, "how many code objects are walked, not a number of problems"),
-    ("warmstart.py", "warm_start"): ({"max_tokens"}, "the supervised warm start's own sample length, not the loop's L_max"),
+    ("warmstart.py", "warm_start"): (
+        {"max_tokens", "weight_decay"},
+        "the supervised warm start's own sample length and AdamW, not the loop's L_max or the trainer's",
+    ),
     ("warmstart.py", "measure"): ({"step"}, "the step being checked, not a setting"),
 }
 

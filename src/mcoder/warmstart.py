@@ -288,6 +288,7 @@ def warm_start(
     fine_every: int = 1,
     look_back: int = 0,
     overshoot: float = 0.1,
+    weight_decay: float = 0.0,
 ) -> Path:
     """Supervised pass of at most ``steps`` optimizer steps. With ``target_pass`` > 0,
     ``check_problems`` train problems are kept out of the pass and it stops at the first check
@@ -343,7 +344,7 @@ def warm_start(
                 chosen, tokenizer, target=target_pass, n=check_n, max_tokens=max_tokens, seed=seed
             )
     rows = examples(sft, tokenizer)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     t0 = time.perf_counter()
     done = 0
     near = False  # in the approach phase (slower pass, finer checks)
@@ -429,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
     parser.add_argument("--layers", type=int, default=2, help="transformer layers of the tiny model")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random init and the batches")
     parser.add_argument(
@@ -489,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         steps=args.steps,
         batch=args.batch,
         lr=args.lr,
+        weight_decay=args.weight_decay,
         seed=args.seed,
         layers=args.layers,
         target_pass=args.target_pass,
