@@ -21,7 +21,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
   --mini M     prompt groups per optimizer step (default 1)
   --gate G     the warm start's gate: sampled or likelihood (default sampled)
   --max-grad-norm X  RL gradient clipping by global norm (default: the loop's)
-  --sft-weight-decay X  AdamW weight decay of the warm start (default 0)
+  --sft-weight-decay X  AdamW weight decay of the warm start (default 0.1)
   --beta B     weight of the KL term to the warm start (default 0.04; 0: the preset's, none)
   --lr X       RL learning rate (default 3e-4)
   --temperature T  RL sampling temperature: a number or auto (default 1.0, as the learning proof)
@@ -30,7 +30,7 @@ usage: $(basename "$0") [--out DIR] [--steps N] [--seed S] [--smoke]
 Calls \$MCODER (default: mcoder on PATH) and \$PY (the Python that has mcoder).
 USAGE
 }
-OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG="" MINI_ARG="" GATE=sampled BETA=0.04 SFT_WD=0 RL_EXTRA=()
+OUT=demo-out STEPS=80 SEED=0 SMOKE=0 TEMP=1.0 OFF_POLICY=0 RL_SEED="" WARM="" BATCH_ARG="" LR_ARG="" MINI_ARG="" GATE=sampled BETA=0.04 SFT_WD=0.1 RL_EXTRA=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
