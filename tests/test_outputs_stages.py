@@ -224,14 +224,24 @@ def test_a_problem_without_tests_is_bad_data_not_a_wrong_answer(tmp_path):
 SLEEPS = "```python\nimport time\ntime.sleep(30)\n```"
 
 
+def spawn_for_ctrl_c(argv: list[str]) -> subprocess.Popen:
+    """``argv`` in its own session (SIGINT to the whole group, as a terminal's Ctrl-C reaches every
+    process in it), with SIGINT at its default: pytest started in the background by a shell without
+    job control runs with SIGINT ignored, a child inherits that, and a command started so rightly
+    keeps ignoring Ctrl-C (it finished the whole batch, rc 0, and the test failed)."""
+    return subprocess.Popen(
+        argv, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
 def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(tmp_path):
     problems = _problems(tmp_path, 1)
     rollouts = _rollouts(tmp_path, problems, [ECHO, *[SLEEPS] * 5])
     out = tmp_path / "v.jsonl"
     argv = [sys.executable, "-m", "mcoder", "judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out),
             "-w", "1", "--timeout-s", "1", "--wall-factor", "2", "--no-cache"]  # fmt: skip
-    # its own session: SIGINT to the whole group, as a terminal's Ctrl-C reaches every process in it
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = spawn_for_ctrl_c(argv)
     part = Path(f"{out}.part")
     while not (part.exists() and part.read_text().count("\n") >= 1):
         assert proc.poll() is None, proc.stderr.read()
@@ -334,7 +344,7 @@ def test_ctrl_c_stops_a_rollout_without_a_traceback_and_the_rerun_continues(tiny
     out = tmp_path / "r.jsonl"
     argv = [sys.executable, "-m", "mcoder", "rollout", "-p", str(problems), "-m", str(tiny_model), "-o", str(out),
             "--n", "2", "--max-tokens", "16", "--engine", "hf", "--batch-size", "2"]  # fmt: skip
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = spawn_for_ctrl_c(argv)
     part = Path(f"{out}.part")
     while not (part.exists() and part.read_text().count("\n") >= 2):
         assert proc.poll() is None, proc.stderr.read()
