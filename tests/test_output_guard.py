@@ -186,6 +186,16 @@ def _user_files(world, cmd, flag, kind, at: Path) -> None:
                 (at / f.name).write_bytes(b"the user's own " + f.name.encode())
 
 
+def _make_node(at: Path, case: str) -> None:
+    """A FIFO, or a character device (a copy of /dev/null, made with mknod as root), at ``at``."""
+    if case == "fifo":
+        os.mkfifo(at)
+        return
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    os.mknod(at, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+
+
 CASES = ["input", "foreign", "empty", "fifo", "device", "wrong_kind", "link_being_written"]
 
 
@@ -202,12 +212,8 @@ def test_the_guard_refuses(world, tmp_path, cmd, flag, kind, case):
         if kind == "dir":
             pytest.skip("an empty folder holds nothing to lose: writing in it is allowed")
         at.touch()
-    elif case == "fifo":
-        os.mkfifo(at)
-    elif case == "device":
-        if os.geteuid() != 0:
-            pytest.skip("mknod needs root")
-        os.mknod(at, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    elif case in ("fifo", "device"):
+        _make_node(at, case)
     elif case == "wrong_kind":
         at.mkdir() if kind == "file" else at.write_text("the user's file\n")
     elif case == "link_being_written":
@@ -261,12 +267,8 @@ def test_the_warm_start_refuses(tmp_path, capsys, case, where):
             pytest.skip("OUT.part is the warm start's own name: a folder there is an unfinished one")
         at.mkdir()
         (at / "notes.txt").write_text("the user's own notes\n")
-    elif case == "fifo":
-        os.mkfifo(at)
-    elif case == "device":
-        if os.geteuid() != 0:
-            pytest.skip("mknod needs root")
-        os.mknod(at, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    elif case in ("fifo", "device"):
+        _make_node(at, case)
     elif case == "wrong_kind":
         at.write_text("the user's file\n")
     elif case == "link":  # a link to the user's folder: the pass would write (or rmtree) there
