@@ -228,11 +228,13 @@ def spawn_for_ctrl_c(argv: list[str]) -> subprocess.Popen:
     """``argv`` in its own session (SIGINT to the whole group, as a terminal's Ctrl-C reaches every
     process in it), with SIGINT at its default: pytest started in the background by a shell without
     job control runs with SIGINT ignored, a child inherits that, and a command started so rightly
-    keeps ignoring Ctrl-C (it finished the whole batch, rc 0, and the test failed)."""
-    return subprocess.Popen(
-        argv, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    keeps ignoring Ctrl-C (it finished the whole batch, rc 0, and the test failed). A handled signal
+    is at its default after exec, so a handler here for the moment of the fork is enough."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(tmp_path):
