@@ -59,9 +59,8 @@ LEARN="$REPO_DIR/examples/learn"
 # likelihood gate keeps 48 problems out of the pass, which then needed 535 steps instead of 325,
 # and its slower approach to the band costs more than the demo can spend); a check that jumps far
 # past 35 % (16 % then 59 % for seed 3) is looked back from: weights kept every 5 steps since the
-# check before (before the first check: since the start)
-# are read by bisection (--look-back 5). RL samples 16 problems x G = 8 per step for
-# 80 steps and takes an optimizer step per prompt group (MINI=1: 16 updates per step; with 4
+# check before (before the first check: since the start) are read by bisection (--look-back 5).
+# RL samples 16 problems x G = 8 per step for 80 steps and takes an optimizer step per prompt group (MINI=1: 16 updates per step; with 4
 # groups per update, 3 of 10 runs of benchmarks/demo_robustness.py stayed under +10 points, with
 # one group 1 of 10 did). Unlike the MicroCoder preset (no KL loss), the demo keeps a KL term to the
 # warm start (--beta 0.04, GRPO's weight): the run that stayed under +10 with one group per update
