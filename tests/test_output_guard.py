@@ -246,11 +246,8 @@ def test_every_help_is_whole_at_80_columns(words):
 # `python -m mcoder.warmstart` is no subcommand (the walk above does not see it) and replaces its
 # folder whole; it must refuse the same paths, for OUT and for the OUT.part it writes beside.
 
-WARM_CASES = ["input", "foreign", "fifo", "device", "wrong_kind", "link"]
-
-
 @pytest.mark.parametrize("where", ["out", "part"])
-@pytest.mark.parametrize("case", WARM_CASES)
+@pytest.mark.parametrize("case", CASES)  # every case of the CLI's guard test: a new one must be set up here
 def test_the_warm_start_refuses(tmp_path, capsys, case, where):
     from mcoder import warmstart
 
@@ -269,13 +266,17 @@ def test_the_warm_start_refuses(tmp_path, capsys, case, where):
         (at / "notes.txt").write_text("the user's own notes\n")
     elif case in ("fifo", "device"):
         _make_node(at, case)
+    elif case == "empty":
+        pytest.skip("an empty folder holds nothing to lose: writing in it is allowed")
     elif case == "wrong_kind":
         at.write_text("the user's file\n")
-    elif case == "link":  # a link to the user's folder: the pass would write (or rmtree) there
+    elif case == "link_being_written":  # any link is refused: the pass would write (or rmtree) through it
         users = tmp_path / "users"
         users.mkdir()
         (users / "keep.txt").write_text("keep\n")
         at.symlink_to(users)
+    else:
+        pytest.fail(f"no warm start set-up for the guard's case {case!r}")
     before = {p: _state(p) for p in tmp_path.rglob("*")}
     code = warmstart.main(["--problems", str(problems), "--out", str(out), "--steps", "1"])
     err = capsys.readouterr().err
