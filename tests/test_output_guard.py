@@ -297,3 +297,25 @@ def test_the_warm_start_replaces_only_its_own_folder(tmp_path):
     (earlier / warmstart.SUMMARY).write_text("{}")
     (tmp_path / "earlier.part").mkdir()  # an interrupted pass's leftover
     warmstart.check_out(earlier)
+
+
+def test_a_second_warm_start_on_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
+    from mcoder import warmstart
+
+    out = tmp_path / "warm"
+    with hold_lock(out):  # the first pass, still running
+        code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(out), "--steps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "being written by another run" in err, err
+    assert not out.exists()
+
+
+def test_the_warm_start_under_a_file_is_refused_before_any_lock_is_made(tmp_path, capsys):
+    from mcoder import warmstart
+
+    (tmp_path / "notes.txt").write_text("the user's\n")
+    code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(tmp_path / "notes.txt" / "warm")])
+    err = capsys.readouterr().err
+    assert code == 2 and "is under a file" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+

@@ -479,30 +479,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     from mcoder.errors import McoderError
+    from mcoder.outputs import hold_lock
 
-    try:  # warm_start checks --out before the pass and again before writing
-        out = warm_start(
-            args.problems,
-            args.out,
-            steps=args.steps,
-            batch=args.batch,
-            lr=args.lr,
-            weight_decay=args.weight_decay,
-            seed=args.seed,
-            layers=args.layers,
-            target_pass=args.target_pass,
-            gate=args.gate,
-            check_every=args.check_every,
-            first_check=args.first_check,
-            check_problems=args.check_problems,
-            check_n=args.check_n,
-            max_tokens=args.max_tokens,
-            approach=args.approach,
-            approach_lr=args.approach_lr,
-            fine_every=args.fine_every,
-            look_back=args.look_back,
-            overshoot=args.overshoot,
-        )
+    # OUT.lock, held as every stage holds it, refuses a second pass on the same --out while this one
+    # runs; --out is checked before the lock file is made beside it (as claim_output does), then
+    # warm_start checks it again before the pass and before writing
+    try:
+        check_out(args.out)
+        with hold_lock(args.out):
+            out = warm_start(
+                args.problems,
+                args.out,
+                steps=args.steps,
+                batch=args.batch,
+                lr=args.lr,
+                weight_decay=args.weight_decay,
+                seed=args.seed,
+                layers=args.layers,
+                target_pass=args.target_pass,
+                gate=args.gate,
+                check_every=args.check_every,
+                first_check=args.first_check,
+                check_problems=args.check_problems,
+                check_n=args.check_n,
+                max_tokens=args.max_tokens,
+                approach=args.approach,
+                approach_lr=args.approach_lr,
+                fine_every=args.fine_every,
+                look_back=args.look_back,
+                overshoot=args.overshoot,
+            )
     except McoderError as e:
         print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
         return e.exit_code
