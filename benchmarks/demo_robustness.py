@@ -18,8 +18,8 @@ seconds (the demo and every process it waited for) stand for a quiet machine's w
 runs one torch thread, so on a busy machine its wall time grows and its CPU time does not. Two
 invocations with other --out folders and disjoint runs (e.g. `--seeds 0` beside `--seeds 1,2,3,4
 --weight-noise 0 --rl-seeds ''`) use both cores of a 2-core machine. OUT/results.json keeps them all, and
-a rerun skips the runs already recorded there. Held-out pass@1 is the demo's own figure: the first
-50 held-out problems x 4 samples at T = 1.0, the same samples' seed before and after.
+a rerun skips the runs already recorded there. Held-out pass@1 is the demo's own figure: all 100
+held-out problems x 8 samples at T = 1.0, the same samples' seed before and after.
 """
 
 from __future__ import annotations

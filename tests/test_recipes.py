@@ -186,6 +186,7 @@ def test_demo_smoke_prints_the_before_after_table(tmp_path):
     before = read_jsonl(out / "before" / "verdicts.jsonl", Verdict)
     after = read_jsonl(out / "after" / "verdicts.jsonl", Verdict)
     assert len(before) == len(after) == 6  # --smoke: 3 held-out problems x 2 samples
+    assert "held-out pass@1 (3 problems of examples/learn/heldout.jsonl)" in done.stdout  # the count it read
     record = json.loads((out / "run" / "temperature.json").read_text())
     # the loop's default rule reads the judged probe (a smoke model may pass nothing: then the knee)
     assert record["rule_asked"] == "spread" and record["rule"] in ("spread", "spread->knee", "spread->rise")
