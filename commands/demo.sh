@@ -86,13 +86,19 @@ esac
 RL_SEED="${RL_SEED:-$SEED}"
 # One torch thread per process: on a busy 2-core machine two threads are several times slower.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-mkdir -p "$OUT"
+# The demo replaces model/, run/, before/ and after/ under --out: only in a new or empty folder or one
+# an earlier demo made (it holds .mcoder-demo).
+claim_folder "$OUT" .mcoder-demo
+if [[ -n "$WARM" ]]; then
+  [[ -f "$WARM/config.json" ]] || die "--warm $WARM: no model there (no config.json)"
+  [[ "$(realpath "$WARM")" != "$(realpath -m "$OUT/model")" ]] || WARM=""  # the model there already
+fi
 T0=$SECONDS
 stage() { printf '\n[%s/5 %3ds] %s\n' "$1" "$((SECONDS - T0))" "$2" >&2; }
 
 stage 1 "warm start: a tiny Qwen3 taught the answer format on examples/learn/train.jsonl -> $OUT/model"
 if [[ -n "$WARM" ]]; then
-  rm -rf "$OUT/model" && cp -r "$WARM" "$OUT/model"
+  rm -rf "$OUT/model.part" && cp -r "$WARM" "$OUT/model.part" && rm -rf "$OUT/model" && mv "$OUT/model.part" "$OUT/model"
 elif [[ ! -f "$OUT/model/config.json" ]]; then
   "$PY" "$LEARN/warm_start.py" --problems "$LEARN/train.jsonl" --out "$OUT/model" --steps "$SFT_STEPS" \
     --lr "$SFT_LR" --weight-decay "$SFT_WD" --target-pass "$TARGET" --seed "$SEED" \

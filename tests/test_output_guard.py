@@ -18,6 +18,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -28,7 +30,8 @@ from mcoder.cli.app import app
 from mcoder.cli.common import PathRole
 from mcoder.outputs import hold_lock
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "problems"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "problems"
 # str-typed options named like paths must be marked too (a path option need not be typed Path)
 PATHISH = {"model", "adapter", "out", "dir", "path", "file", "problems", "rollouts", "verdicts", "scores"}
 
@@ -319,3 +322,79 @@ def test_the_warm_start_under_a_file_is_refused_before_any_lock_is_made(tmp_path
     assert code == 2 and "is under a file" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
+
+
+# ------------------------------------------------------------------------------ the demo script
+# commands/demo.sh replaces model/, run/, before/ and after/ under its --out: it must refuse the
+# same paths as the stages before it removes anything (claim_folder in commands/common.sh).
+
+def _demo_repo(tmp_path: Path) -> Path:
+    """A copy of the scripts and the demo's problems: a run that wrongly went on writes there."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "commands", repo / "commands")
+    shutil.copytree(ROOT / "examples" / "learn", repo / "examples" / "learn")
+    return repo
+
+
+def _demo(repo: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PY": sys.executable}  # refused before any mcoder call
+    return subprocess.run(
+        ["bash", str(repo / "commands" / "demo.sh"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES)  # every case of the CLI's guard test: a new one must be set up here
+def test_the_demo_refuses(tmp_path, case):
+    repo = _demo_repo(tmp_path)
+    at = named = tmp_path / "demo"
+    if case == "input":  # the demo's own problems folder
+        at = named = repo / "examples" / "learn"
+    elif case == "foreign":
+        at.mkdir()
+        (at / "notes.txt").write_text("the user's own notes\n")
+        (at / "run").mkdir()  # names the demo replaces, in someone else's folder
+        (at / "run" / "keep.txt").write_text("keep\n")
+    elif case == "empty":
+        pytest.skip("an empty folder holds nothing to lose: the demo may write there")
+    elif case in ("fifo", "device"):
+        _make_node(at, case)
+    elif case == "wrong_kind":
+        at.write_text("the user's file\n")
+    elif case == "link_being_written":  # a link to someone's folder: the demo would write through it
+        at = tmp_path / "users"
+        at.mkdir()
+        (at / "model").mkdir()
+        (at / "model" / "keep.txt").write_text("keep\n")
+        named.symlink_to(at)
+    else:
+        pytest.fail(f"no demo set-up for the guard's case {case!r}")
+    before = {p: _state(p) for p in tmp_path.rglob("*")}
+    done = _demo(repo, "--smoke", "--out", str(named), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"error: --out {named}" in done.stderr or f"{named} exists" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert {p: _state(p) for p in tmp_path.rglob("*")} == before
+
+
+def test_the_demo_claims_a_new_an_empty_or_its_own_folder_and_nothing_else(tmp_path):
+    """claim_folder accepts a missing folder (made), an empty one and one it marked before; a folder
+    under a file is refused with exit 2 before anything is made."""
+    common = ROOT / "commands" / "common.sh"
+
+    def claim(at: Path) -> subprocess.CompletedProcess:
+        script = f'source "{common}"; claim_folder "$1" .mcoder-demo; echo claimed'
+        env = {**os.environ, "PY": sys.executable}
+        return subprocess.run(["bash", "-c", script, "x", str(at)], env=env, capture_output=True, text=True, check=False)
+
+    (tmp_path / "empty").mkdir()
+    for at in (tmp_path / "new" / "demo", tmp_path / "empty"):
+        done = claim(at)
+        assert done.returncode == 0 and done.stdout == "claimed\n", done.stderr
+        assert (at / ".mcoder-demo").is_file()
+    (tmp_path / "empty" / "model").mkdir()  # its own earlier output
+    assert claim(tmp_path / "empty").returncode == 0
+    (tmp_path / "notes.txt").write_text("the user's\n")
+    done = claim(tmp_path / "notes.txt" / "demo")
+    assert done.returncode == 2 and "is under a file" in done.stderr and done.stdout == "", done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "new", "notes.txt"]

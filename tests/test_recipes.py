@@ -216,6 +216,19 @@ def test_the_demo_warns_when_its_warm_start_never_reached_the_gate(tiny_model, t
 
 
 @pytest.mark.slow
+def test_the_demo_warm_started_from_its_own_model_keeps_it(tiny_model, tmp_path):
+    """`--warm OUT/model --out OUT` removed the model before copying it onto itself (then the copy
+    failed): the model already there is used as it is."""
+    out = tmp_path / "demo"
+    shutil.copytree(tiny_model, out / "model")
+    (out / ".mcoder-demo").touch()  # an earlier demo's folder
+    weights = (out / "model" / "model.safetensors").read_bytes()
+    done = run_recipe("demo.sh", "--smoke", "--out", "demo", "--warm", "demo/model", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "model" / "model.safetensors").read_bytes() == weights and "after RL" in done.stdout
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["grpo", "dapo", "microcoder-grpo"])
 def test_recipe_file_smoke(algo, tiny_model, tmp_path):
     """A recipe file with smoke.toml over it: two steps of the loop, then its figures."""
