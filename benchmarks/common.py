@@ -341,14 +341,35 @@ class Results:
             write_result(self.files[1], markdown, benchmark=self.benchmark)
 
 
-def one_writer(out: Path, run: Callable[[], int]) -> int:
-    """``run()`` while holding OUT's lock (``OUT.lock``, as every mcoder stage): a second
-    measurement into the same folder would delete the first one's run folders under it. It exits
-    2 at once instead, naming the holder, before writing anything."""
+def claim_out(out: Path, name: str, flag: str = "--out", *, make: bool = True) -> str | None:
+    """Make ``out`` the folder of benchmark ``name`` (``mcoder.outputs.claim_folder``, marker
+    ``.mcoder-NAME``): a benchmark removes or rewrites files of its own names under its --out (or
+    ``flag``), so a folder that is not new, empty or its own (a link, a file, someone's folder) is
+    refused. The error lines, or None. ``make=False``: the checks alone, nothing written."""
+    from mcoder.errors import McoderError
+    from mcoder.outputs import claim_folder
+
+    try:
+        claim_folder(out, f".mcoder-{name}", flag=flag, make=make)
+    except McoderError as e:
+        return f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else "")
+    except OSError as e:
+        return f"error: {flag} {out}: {e.strerror or e}"
+    return None
+
+
+def one_writer(out: Path, run: Callable[[], int], name: str) -> int:
+    """``run()`` in OUT, the folder of benchmark ``name`` (``claim_out``), while holding OUT's lock
+    (``OUT.lock``, as every mcoder stage): a second measurement into the same folder would delete
+    the first one's run folders under it. It exits 2 at once instead, naming the holder or what is
+    wrong with OUT, before writing anything."""
     from mcoder.errors import UsageError
     from mcoder.outputs import hold_lock
 
-    out.mkdir(parents=True, exist_ok=True)
+    refused = claim_out(out, name, make=False)  # before the lock file is made beside it
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     try:
         lock = hold_lock(out)
         lock.__enter__()
@@ -356,6 +377,10 @@ def one_writer(out: Path, run: Callable[[], int]) -> int:
         print(f"{e}", file=sys.stderr)
         return 2
     try:
+        refused = claim_out(out, name)  # again, now that no other run can change it
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
         return run()
     finally:
         lock.__exit__(None, None, None)

@@ -34,6 +34,11 @@ import sys
 import time
 from pathlib import Path
 
+if __package__:  # python -m benchmarks.demo_robustness, or imported
+    from benchmarks import common
+else:  # python benchmarks/demo_robustness.py: this folder is first on sys.path
+    import common
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -174,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     a.seeds = [int(s) for s in a.seeds.split(",") if s]
     a.rl_seeds = [int(s) for s in a.rl_seeds.split(",") if s]
+    refused = common.claim_out(a.out, "demo_robustness")  # it replaces run folders under --out
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     report(run_all(a))
     return 0
 

@@ -216,11 +216,15 @@ def main() -> None:
     ap.add_argument("--heldout-share", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    refused = common.claim_out(args.out, "difficulty_predict")  # it writes files of its own names under --out
+    if refused:
+        print(refused, file=sys.stderr)
+        raise SystemExit(2)
+    out = args.out.resolve()
     shared = common.shared_data()
     if not shared.is_dir():
         raise SystemExit(f"the real problem sets are not at {shared} (set MCODER_SHARED_DATA)")
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # on a busy machine 2 threads are many times slower
-    out = args.out.resolve()
     (out / "real").mkdir(parents=True, exist_ok=True)
     (out / "learn").mkdir(parents=True, exist_ok=True)
     log = out / "log.txt"

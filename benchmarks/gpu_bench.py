@@ -366,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.smoke:
         a.sample_tokens, a.sample_prompts, a.n, a.lengths, a.update_groups = 16, 2, 2, "16,32", 2
         a.fsdp_length, a.loop_steps, a.loop_problems, a.loop_tokens, a.judge_workers = 16, 2, 2, 12, 1
-    a.out.mkdir(parents=True, exist_ok=True)
+    refused = common.claim_out(a.out, "gpu_bench")  # it removes OUT/*/ckpt folders
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     model, config = build_model(a.out, a.smoke)
     print(f"[{time.perf_counter() - t0:4.0f}s] model ready: {model}", file=sys.stderr, flush=True)

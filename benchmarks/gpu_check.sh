@@ -33,7 +33,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
+source commands/common.sh
+claim_folder "$out" .mcoder-gpu_bench  # a new folder or an earlier check's (gpu_bench.py's marker)
 if [[ -n "$wheels" ]]; then
   # what the image lacks, from the carried folder only (no network); mcoder itself from src/
   "$PY" -m pip install -q --no-index --find-links "$wheels" -r "$wheels/requirements.txt"

@@ -196,7 +196,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    return common.one_writer(args.out, lambda: measure(args))
+    return common.one_writer(args.out, lambda: measure(args), "learning_proof")
 
 
 def measure(args) -> int:

@@ -256,7 +256,7 @@ RUN_ONLY = {"seeds", "arms", "jobs", "out"}
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    return common.one_writer(args.out, lambda: measure(args))
+    return common.one_writer(args.out, lambda: measure(args), "long_ablation")
 
 
 def measure(args) -> int:

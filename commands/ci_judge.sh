@@ -86,7 +86,9 @@ gate() {
 
 if [[ $SMOKE == 1 ]]; then
   # The bundled solutions of examples/ci judged as the baseline and again (no regression); then
-  # one solution broken on purpose must make the gate fail and name that problem.
+  # one solution broken on purpose must make the gate fail and name that problem. It replaces the
+  # .py files of OUT/solutions: only in a folder it made (common.sh claim_folder).
+  claim_folder "$OUT" .mcoder-ci-judge-smoke
   mkdir -p "$OUT/solutions"
   rm -f "$OUT/solutions/"*.py
   cp "$REPO_DIR/examples/ci/solutions/"*.py "$OUT/solutions/"

@@ -33,33 +33,28 @@ if [[ -z "${PY:-}" ]]; then
   fi
 fi
 
-# claim_folder DIR MARKER: make DIR this script's output folder, or stop with exit 2. A script that
-# replaces files under its --out (model/, run/, ...) must not do so in someone else's folder: DIR is
-# refused where mcoder's own stages refuse an output (a link, a device, a FIFO, a file, a path under
-# a file or where nothing can be written) and when it is a non-empty folder without MARKER, the file
-# this call leaves in every folder it accepts.
+# claim_folder DIR MARKER [FLAG]: make DIR this script's output folder, or stop with exit 2. A script that
+# removes or replaces files under its --out must not do so in someone else's folder: DIR is refused
+# where mcoder's stages refuse an output (a link, a device, a FIFO, a file, a path under a file or
+# where nothing can be written) and when it is a non-empty folder without MARKER, the file this
+# leaves in every folder it accepts (mcoder.outputs.claim_folder). FLAG (default --out) is how the
+# messages name DIR. Runs from the source tree too.
 claim_folder() {
-  "${PY:-python3}" - "$1" "$2" <<'PY' || exit 2
-import os
+  PYTHONPATH="$REPO_DIR/src${PYTHONPATH:+:$PYTHONPATH}" "${PY:-python3}" - "$1" "$2" "${3:---out}" <<'PY' || exit 2
 import sys
 
 from mcoder.errors import McoderError
-from mcoder.outputs import check_target, refuse_foreign_folder
+from mcoder.outputs import claim_folder
 
-out, marker = sys.argv[1], sys.argv[2]
 try:
-    check_target(out, kind="dir")
-    refuse_foreign_folder(out, expect=(marker,))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, marker), "a"):
-        pass
+    claim_folder(sys.argv[1], sys.argv[2], flag=sys.argv[3])
 except McoderError as e:
     print(f"error: {e.message}", file=sys.stderr)
     if e.hint:
         print(f"hint: {e.hint}", file=sys.stderr)
     sys.exit(2)
 except OSError as e:
-    print(f"error: --out {out}: {e.strerror or e}", file=sys.stderr)
+    print(f"error: {sys.argv[3]} {sys.argv[1]}: {e.strerror or e}", file=sys.stderr)
     sys.exit(2)
 PY
 }

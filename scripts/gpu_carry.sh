@@ -16,7 +16,9 @@ LIMIT_MIB=64
 # Python, whichever it is, finds one; pure-Python wheels are the same for all.
 CARRY=(orjson)
 PYTHONS=(3.10 3.11 3.12 3.13)
-rm -rf "$DIR" && mkdir -p "$DIR"
+source commands/common.sh
+claim_folder "$DIR" .mcoder-gpu-carry DIR  # a new folder or one this script made: never someone else's
+rm -f "$DIR"/*.whl "$DIR/requirements.txt"
 for v in "${PYTHONS[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$v" \
     --platform manylinux_2_17_x86_64 --dest "$DIR" "${CARRY[@]}"

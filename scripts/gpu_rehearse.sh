@@ -11,9 +11,11 @@ cd "$(dirname "$0")/.."
 OUT="${1:-gpu-check-rehearsal}"
 VENV="${GPU_IMAGE_VENV:-.venv-gpu-image}"
 IMAGE=(torch "transformers==5.17.*" peft accelerate typer rich matplotlib tensorboard)
+source commands/common.sh
 if [[ ! -f "$VENV/.installed" ]]; then
+  PY=python3 claim_folder "$VENV" .mcoder-venv GPU_IMAGE_VENV  # removed below: never someone else's folder
   rm -rf "$VENV"
-  python3 -m venv "$VENV"
+  python3 -m venv "$VENV" && touch "$VENV/.mcoder-venv"
   "$VENV/bin/python" -m pip install -q --no-compile -c constraints/cpu.txt "${IMAGE[@]}"
   touch "$VENV/.installed"
 fi

@@ -14,9 +14,11 @@ VENV="${TORCH_VENV:-.venv-torch}"
 SPEC="${TORCH_SPEC:-torch==2.14.1}"
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip install -q --no-compile)
+source commands/common.sh
 if [[ ! -f "$VENV/.installed" || "$(cat "$VENV/.installed")" != "$SPEC" ]]; then
+  PY=python3 claim_folder "$VENV" .mcoder-venv TORCH_VENV  # removed below: never someone else's folder
   rm -rf "$VENV"
-  python3 -m venv "$VENV"
+  python3 -m venv "$VENV" && touch "$VENV/.mcoder-venv"
   "${PIP[@]}" --upgrade pip
   "${PIP[@]}" "$SPEC"
   echo "$SPEC" >"$VENV/.installed"

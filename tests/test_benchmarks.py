@@ -182,9 +182,9 @@ def test_one_writer_exits_2_while_another_measurement_holds_the_folder(tmp_path,
 
     ran = []
     with hold_lock(tmp_path / "out"):
-        assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 2
+        assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0, "test") == 2
     assert ran == [] and str(os.getpid()) in capsys.readouterr().err
-    assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0) == 0 and ran == [1]
+    assert common.one_writer(tmp_path / "out", lambda: ran.append(1) or 0, "test") == 0 and ran == [1]
 
 
 def test_the_judge_vs_lcb_floor_counts_a_call_programs_module_once():

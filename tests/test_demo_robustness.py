@@ -4,16 +4,13 @@ and the runs it plans (each run's demo arguments)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import torch
+from benchmarks import demo_robustness as robust
 from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("demo_robustness", ROOT / "benchmarks" / "demo_robustness.py")
-robust = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(robust)
 
 
 def test_perturb_moves_every_float_weight_by_about_the_scale_and_nothing_else(tmp_path):

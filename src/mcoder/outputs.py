@@ -479,6 +479,21 @@ def refuse_foreign_folder(out: str | os.PathLike, *, expect: Sequence[str], flag
         _refuse_foreign(os.fspath(out), present, "dir", expect, flag)
 
 
+def claim_folder(out: str | os.PathLike, marker: str, *, flag: str = "--out", make: bool = True) -> None:
+    """For a script or benchmark that removes or replaces files under its folder (not one stage's
+    output): make ``out`` its folder or refuse it. Refused where a stage's output is refused
+    (``check_target``) and when it is a non-empty folder without ``marker``, the empty file this
+    leaves in every folder it accepts (so a rerun into the same folder is allowed). ``make=False``:
+    only the checks, nothing written (before taking the folder's lock, say)."""
+    check_target(out, flag=flag, kind="dir")
+    refuse_foreign_folder(out, expect=(marker,), flag=flag)
+    if not make:
+        return
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, marker), "a"):
+        pass
+
+
 def _first_record(path: str) -> dict | None:
     import orjson
 
