@@ -297,7 +297,7 @@ def loop_stage(a, out: Path) -> tuple[int, str]:
     cmd = [
         sys.executable, str(ROOT / "benchmarks" / "loop_speed.py"), *shape, "--cases", "hf-full",
         "--sync-models", "", "--steps", a.loop_steps, "--problems", a.loop_problems, "--n", a.n,
-        "--max-tokens", a.loop_tokens, "--workers", a.judge_workers, "--unsafe-no-sandbox",
+        "--max-tokens", a.loop_tokens, "--judge-workers", a.judge_workers, "--unsafe-no-sandbox",
         "--models-dir", out / "models",
     ]  # fmt: skip
     rc, _, text = run(list(map(str, cmd)), out / "loop.log")
@@ -340,7 +340,8 @@ def report(
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The check's settings: its options, then the --smoke sizes over them."""
     p = common.parser(__doc__)
     p.add_argument("--out", type=Path, default=Path("gpu-check"))
     p.add_argument("--smoke", action="store_true", help="the tiny model and tiny sizes (a CPU, CI)")
@@ -355,17 +356,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--loop-problems", type=int, default=4)
     p.add_argument("--loop-tokens", type=int, default=1024)
-    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--judge-workers", type=int, default=8, help="judge workers of the loop stage")
     p.add_argument("--fsdp-case", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.smoke:
+        a.sample_tokens, a.sample_prompts, a.n, a.lengths, a.update_groups = 16, 2, 2, "16,32", 2
+        a.fsdp_length, a.loop_steps, a.loop_problems, a.loop_tokens, a.judge_workers = 16, 2, 2, 12, 1
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
     if a.fsdp_case:
         c = json.loads(a.fsdp_case)
         vars(a).update({k: v for k, v in c["args"].items() if k != "fsdp_case"})
         print(json.dumps(fsdp_case(Path(c["model"]), c["length"], a, Path(c["args"]["out"]))))
         return 0
-    if a.smoke:
-        a.sample_tokens, a.sample_prompts, a.n, a.lengths, a.update_groups = 16, 2, 2, "16,32", 2
-        a.fsdp_length, a.loop_steps, a.loop_problems, a.loop_tokens, a.judge_workers = 16, 2, 2, 12, 1
     refused = common.claim_out(a.out, "gpu_bench")  # it removes OUT/*/ckpt folders
     if refused:
         print(refused, file=sys.stderr)

@@ -247,3 +247,40 @@ def test_the_judge_vs_lcb_floor_keeps_the_tests_before_one_that_never_ends():
     p = Problem(id="p", source="t", question="q", tests=tests, fn_name="f")
     code = "def f(x):\n    while x:\n        pass\n    return x\n"
     assert 0.9 <= judge_vs_lcb.own_cpu_s(p, code, [0, 1], 1.0) < 1.5
+
+
+def test_every_setting_the_gpu_check_reads_is_one_of_its_options_at_full_size():
+    """The full-size check (only ever run on a GPU) read ``a.judge_workers``, which only --smoke
+    set: it would have stopped at its last stage. Every ``a.NAME`` it reads, found in its source,
+    must exist without --smoke."""
+    import re
+
+    from benchmarks import gpu_bench
+
+    source = (ROOT / "benchmarks" / "gpu_bench.py").read_text()
+    used = set(re.findall(r"\ba\.([a-z_]+)\b", source))
+    assert {"judge_workers", "loop_tokens", "lengths"} <= used  # the scan reads what it should
+    full, smoke = vars(gpu_bench.parse_args([])), vars(gpu_bench.parse_args(["--smoke"]))
+    assert sorted(used - set(full)) == [] and sorted(used - set(smoke)) == []
+
+
+@pytest.mark.slow
+def test_the_gpu_check_without_vllm_passes_its_smoke_run(tmp_path):
+    """benchmarks/gpu_check.sh --smoke where vllm is absent (this environment): sampling with the
+    transformers engine, the update at two lengths, FSDP2 and the loop's step, exit 0. It exited 1
+    before: the loop stage passed --workers, which benchmarks/loop_speed.py does not take."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here: gpu_check.sh would measure the vllm path")
+    out = tmp_path / "check"
+    env = {**os.environ, "PY": sys.executable}
+    done = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--smoke", "--out", str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    report = (out / "report.txt").read_text()
+    assert "loop step, hf engine" in report and "failed" not in report, report
+    record = json.loads((out / "gpu_bench.json").read_text())
+    assert record["loop_exit"] == 0 and "error" not in record["sample"]
