@@ -131,8 +131,14 @@ evaluate() {  # evaluate MODEL DIR [BASELINE_VERDICTS]: held-out rollouts, verdi
     --markdown "$dir/bench.md" --json "$dir/bench.json" "${baseline[@]}" -q >/dev/null
 }
 
-stage 2 "held-out pass@1 of the warm start ($EVAL_LIMIT problems x $EVAL_N samples, T = 1.0)"
-evaluate "$OUT/model" "$OUT/before"
+# The evaluation of the warm start runs beside the RL run and the figures beside the second
+# evaluation: each is one torch thread, and a 2-core machine has a core to spare for them (~15 s).
+BG=()
+# the demo stopped or failed: stop them and what they started
+trap 'rc=$?; for p in "${BG[@]}"; do pkill -P "$p" || true; kill "$p" 2>/dev/null || true; done; exit "$rc"' EXIT
+stage 2 "held-out pass@1 of the warm start ($EVAL_LIMIT problems x $EVAL_N samples, T = 1.0), beside the RL run"
+evaluate "$OUT/model" "$OUT/before" &
+BG+=($!)
 
 stage 3 "mcoder loop --algo microcoder-grpo: $STEPS steps x $BATCH problems x G=$N, L_max 64, T = $TEMP, lr $RL_LR, beta $BETA"
 rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and skip) a finished one
@@ -140,12 +146,16 @@ rm -rf "$OUT/run"  # a fresh run each time: the loop would otherwise resume (and
   --run-dir "$OUT/run" --steps "$STEPS" --train-batch-size "$BATCH" --n "$N" --mini-batch-size "$MINI" \
   --micro-batch-size 16 --max-tokens 64 --lr "$RL_LR" --beta "$BETA" "${RL_EXTRA[@]}" --seed "$RL_SEED" --probe-problems "$PROBE" \
   --temperature "$TEMP" --off-policy "$OFF_POLICY" --save-every "$STEPS" --report-to tensorboard -q >/dev/null
+wait "${BG[0]}"  # the warm start's evaluation (set -e: the demo stops here if it failed)
 
-stage 4 "held-out pass@1 of the trained policy (the same problems, samples and seed)"
+stage 4 "held-out pass@1 of the trained policy (the same problems, samples and seed), beside the training figures"
+"${MC[@]}" bench --run-dir "$OUT/run" --plots --out-dir "$OUT/plots" -q >/dev/null &
+BG+=($!)
 evaluate "$OUT/run/checkpoint" "$OUT/after" "$OUT/before/verdicts.jsonl"
 
 stage 5 "training figures"
-"${MC[@]}" bench --run-dir "$OUT/run" --plots --out-dir "$OUT/plots" -q >/dev/null
+wait "${BG[1]}"
+BG=()
 
 "$PY" - "$OUT" "$((SECONDS - T0))" <<'PY'
 import json, statistics, sys

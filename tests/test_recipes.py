@@ -229,6 +229,29 @@ def test_the_demo_warm_started_from_its_own_model_keeps_it(tiny_model, tmp_path)
 
 
 @pytest.mark.slow
+def test_the_demo_fails_with_the_evaluation_that_ran_beside_the_rl_run(tmp_path):
+    """The warm start's evaluation runs in the background beside the RL run: its failure must stop
+    the demo with mcoder's exit code and message, not be lost. The failure is a fault injected by
+    a wrapper around mcoder (FAKE: it fails the first evaluation's rollout), as no real input makes
+    that one command fail while the others pass."""
+    fake = tmp_path / "fake-mcoder"
+    fake.write_text(
+        "#!/bin/bash\n"
+        'if [[ "$1" == rollout && "$*" == *"/before/"* ]]; then echo "error: injected fault" >&2; exit 3; fi\n'
+        f'exec {mcoder_cmd()} "$@"\n'
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "MCODER": str(fake), "PY": sys.executable}
+    done = subprocess.run(
+        ["bash", str(COMMANDS / "demo.sh"), "--smoke", "--out", "demo"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "error: injected fault" in done.stderr and "after RL" not in done.stdout
+    assert not (tmp_path / "demo" / "after").exists()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["grpo", "dapo", "microcoder-grpo"])
 def test_recipe_file_smoke(algo, tiny_model, tmp_path):
     """A recipe file with smoke.toml over it: two steps of the loop, then its figures."""
