@@ -341,21 +341,22 @@ class Results:
             write_result(self.files[1], markdown, benchmark=self.benchmark)
 
 
-def claim_out(out: Path, name: str, flag: str = "--out", *, make: bool = True) -> str | None:
+def claim_out(out: Path, name: str, flag: str = "--out", *, make: bool = True) -> None:
     """Make ``out`` the folder of benchmark ``name`` (``mcoder.outputs.claim_folder``, marker
     ``.mcoder-NAME``): a benchmark removes or rewrites files of its own names under its --out (or
     ``flag``), so a folder that is not new, empty or its own (a link, a file, someone's folder) is
-    refused. The error lines, or None. ``make=False``: the checks alone, nothing written."""
+    refused: the error on stderr and exit 2. ``make=False``: the checks alone, nothing written."""
     from mcoder.errors import McoderError
     from mcoder.outputs import claim_folder
 
     try:
         claim_folder(out, f".mcoder-{name}", flag=flag, make=make)
     except McoderError as e:
-        return f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else "")
+        print(e.plain(), file=sys.stderr)
+        raise SystemExit(2) from None
     except OSError as e:
-        return f"error: {flag} {out}: {e.strerror or e}"
-    return None
+        print(f"error: {flag} {out}: {e.strerror or e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def one_writer(out: Path, run: Callable[[], int], name: str) -> int:
@@ -366,10 +367,7 @@ def one_writer(out: Path, run: Callable[[], int], name: str) -> int:
     from mcoder.errors import UsageError
     from mcoder.outputs import hold_lock
 
-    refused = claim_out(out, name, make=False)  # before the lock file is made beside it
-    if refused:
-        print(refused, file=sys.stderr)
-        return 2
+    claim_out(out, name, make=False)  # before the lock file is made beside it
     try:
         lock = hold_lock(out)
         lock.__enter__()
@@ -377,10 +375,7 @@ def one_writer(out: Path, run: Callable[[], int], name: str) -> int:
         print(f"{e}", file=sys.stderr)
         return 2
     try:
-        refused = claim_out(out, name)  # again, now that no other run can change it
-        if refused:
-            print(refused, file=sys.stderr)
-            return 2
+        claim_out(out, name)  # again, now that no other run can change it
         return run()
     finally:
         lock.__exit__(None, None, None)

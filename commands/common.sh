@@ -49,9 +49,7 @@ from mcoder.outputs import claim_folder
 try:
     claim_folder(sys.argv[1], sys.argv[2], flag=sys.argv[3])
 except McoderError as e:
-    print(f"error: {e.message}", file=sys.stderr)
-    if e.hint:
-        print(f"hint: {e.hint}", file=sys.stderr)
+    print(e.plain(), file=sys.stderr)
     sys.exit(2)
 except OSError as e:
     print(f"error: {sys.argv[3]} {sys.argv[1]}: {e.strerror or e}", file=sys.stderr)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.test_output_guard import CASES, _make_node, _state
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("commands", "scripts", "benchmarks")
@@ -68,36 +68,31 @@ def test_every_script_that_writes_under_a_users_folder_is_run_here_or_exempt_wit
     assert not stale, f"no longer write under a user's folder (or were renamed): {stale}"
 
 
-def _state(p: Path):
-    st = os.lstat(p)
-    if stat.S_ISLNK(st.st_mode):
-        return ("link", os.readlink(p))
-    if stat.S_ISDIR(st.st_mode):
-        return ("dir", {str(f.relative_to(p)): _state(f) for f in sorted(p.rglob("*"))})
-    if stat.S_ISREG(st.st_mode):
-        return ("file", p.read_bytes())
-    return (stat.S_IFMT(st.st_mode), st.st_rdev)
-
-
-@pytest.mark.parametrize("case", ["foreign", "link", "file", "fifo"])
+@pytest.mark.parametrize("case", CASES)  # every case of the CLI's guard test: a new one must be set up here
 @pytest.mark.parametrize("script", sorted(RUN))
 def test_the_script_refuses_a_folder_that_is_not_its_own(tmp_path, script, case):
     at = tmp_path / "target"
-    if case == "foreign":  # someone's folder, with names the scripts write or remove
+    if case == "input":
+        pytest.skip("no script's input is named by its output option (the demo's problems folder: test_output_guard)")
+    elif case == "empty":
+        pytest.skip("an empty folder holds nothing to lose: a script may write there")
+    elif case == "foreign":  # someone's folder, with names the scripts write or remove
         at.mkdir()
         for name in ("notes.txt", "report.txt", "results.json", "requirements.txt", "x.whl"):
             (at / name).write_text("the user's\n")
         (at / "run").mkdir()
         (at / "run" / "keep.py").write_text("keep\n")
-    elif case == "link":
+    elif case == "link_being_written":  # a link to someone's folder: the script would write through it
         users = tmp_path / "users"
         users.mkdir()
         (users / "keep.txt").write_text("keep\n")
         at.symlink_to(users)
-    elif case == "file":
+    elif case == "wrong_kind":
         at.write_text("the user's file\n")
+    elif case in ("fifo", "device"):
+        _make_node(at, case)
     else:
-        os.mkfifo(at)
+        pytest.fail(f"no script set-up for the guard's case {case!r}")
     data = tmp_path / "data"
     data.mkdir()
     (data / "rllm_codeforces.json").write_text("[]")

@@ -28,6 +28,11 @@ class McoderError(Exception):
         if exit_code is not None:
             self.exit_code = exit_code
 
+    def plain(self) -> str:
+        """``error: ...`` and, when there is one, ``hint: ...``, as plain lines: for the scripts and
+        entry points outside the CLI, whose boundary (``mcoder.cli.common.report``) styles them."""
+        return f"error: {self.message}" + (f"\nhint: {self.hint}" if self.hint else "")
+
 
 class UsageError(McoderError):
     """Flags that do not fit together, or a value out of range."""

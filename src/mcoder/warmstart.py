@@ -510,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
                 overshoot=args.overshoot,
             )
     except McoderError as e:
-        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        print(e.plain(), file=sys.stderr)
         return e.exit_code
     print(out)
     return 0
