@@ -179,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     a.seeds = [int(s) for s in a.seeds.split(",") if s]
     a.rl_seeds = [int(s) for s in a.rl_seeds.split(",") if s]
-    common.claim_out(a.out, "demo_robustness")  # it replaces run folders under --out
-    report(run_all(a))
-    return 0
+    # its folder claimed and locked (OUT.lock): it replaces run folders under --out
+    return common.one_writer(a.out, lambda: report(run_all(a)) or 0, "demo_robustness")
 
 
 if __name__ == "__main__":

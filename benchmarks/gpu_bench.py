@@ -372,7 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         vars(a).update({k: v for k, v in c["args"].items() if k != "fsdp_case"})
         print(json.dumps(fsdp_case(Path(c["model"]), c["length"], a, Path(c["args"]["out"]))))
         return 0
-    common.claim_out(a.out, "gpu_bench")  # it removes OUT/*/ckpt folders
+    return common.one_writer(a.out, lambda: measure(a), "gpu_bench")  # it removes OUT/*/ckpt folders
+
+
+def measure(a: argparse.Namespace) -> int:
+    """Every stage of the check into ``a.out`` (claimed and locked by ``main``); 1 when one failed."""
     t0 = time.perf_counter()
     model, config = build_model(a.out, a.smoke)
     print(f"[{time.perf_counter() - t0:4.0f}s] model ready: {model}", file=sys.stderr, flush=True)

@@ -111,3 +111,34 @@ def test_the_script_refuses_a_folder_that_is_not_its_own(tmp_path, script, case)
     assert "error:" in done.stderr and str(at) in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert {p: _state(p) for p in tmp_path.rglob("*")} == before
+
+
+LOCKED = sorted(f for f in RUN if "one_writer(" in (ROOT / f).read_text())
+
+
+def test_the_benchmarks_that_remove_run_folders_take_the_folders_lock():
+    removers = [f for f in RUN if f.endswith(".py") and re.search(r"rmtree\(", (ROOT / f).read_text())]
+    assert removers and sorted(removers) == [f for f in LOCKED if f in removers], (removers, LOCKED)
+
+
+@pytest.mark.parametrize("script", LOCKED)
+def test_a_second_run_into_the_same_folder_exits_2_and_touches_nothing(tmp_path, script):
+    """Two runs into one folder would delete each other's run folders: while one holds the lock
+    (OUT.lock, as every stage), the second exits 2 naming it, before writing anything."""
+    from mcoder.outputs import hold_lock
+
+    at = tmp_path / "target"
+    env_pairs, argv = RUN[script]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rllm_codeforces.json").write_text("[]")
+    fill = {"AT": str(at), "DATA": str(data)}
+    with hold_lock(at):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / script), *[fill.get(w, w) for w in argv]], cwd=tmp_path,
+            env={**os.environ, **{k: fill.get(v, v) for k, v in env_pairs}}, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "being written by another run" in done.stderr and str(os.getpid()) in done.stderr
+    assert not at.exists()
