@@ -370,3 +370,34 @@ def test_off_policy_samples_the_next_step_while_this_one_trains(tiny_model, tmp_
             model="m", problems=Path("p"), run_dir=Path("r"), off_policy=1,
             train=TrainConfig(recompute_old_logprobs=True),
         ).validate()  # fmt: skip
+
+
+def test_dynamic_sampling_counts_the_rewards_the_update_will_see():
+    """DAPO's top-up keeps a group with two different rewards. Under --truncated-reward zero a
+    cut-off accepted sample scores 0, so a group of it and a wrong one carries no signal and more
+    problems are drawn; as judged (1 and 0) it does."""
+    import random
+
+    from mcoder.loop.sample_judge import _top_up
+    from mcoder.records import Problem, Rollout, Verdict
+
+    def part(pid: str):
+        rollouts = [
+            Rollout(id=f"{pid}-0", problem_id=pid, completion="x", completion_token_ids=[1] * 8, finish_reason="length"),
+            Rollout(id=f"{pid}-1", problem_id=pid, completion="y", completion_token_ids=[1] * 3, finish_reason="stop"),
+        ]
+        verdicts = [
+            Verdict(rollout_id=f"{pid}-0", problem_id=pid, reward=1.0, passed=True, status="accepted",
+                    tests_passed=1, tests_total=1),
+            Verdict(rollout_id=f"{pid}-1", problem_id=pid, reward=0.0, passed=False, status="wrong_answer",
+                    tests_passed=0, tests_total=1),
+        ]
+        return rollouts, verdicts, None
+
+    problems = [Problem(id=f"p{i}", source="t", question="q", tests=[]) for i in range(4)]
+    for reward, expect_more in (("verdict", False), ("zero", True)):
+        cfg = LoopConfig(model="m", problems=Path("p.jsonl"), run_dir=Path("r"), train_batch_size=1)
+        cfg.train = TrainConfig(dynamic_sampling=True, truncated_reward=reward)
+        cfg.sampling.max_tokens = 8
+        more = _top_up(cfg, random.Random(0), problems, [part("p0")], 0)
+        assert (more is not None) is expect_more, reward

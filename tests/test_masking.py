@@ -12,7 +12,7 @@ import torch
 from mcoder.records import Rollout, Verdict
 from mcoder.train.batching import prepare
 from mcoder.train.config import resolve
-from mcoder.train.masking import cut_off, is_non_incorrect, truncation_decision
+from mcoder.train.masking import cut_off, is_non_incorrect, program_state, truncation_decision
 
 OPEN_BLOCK = "Read a and b.\n```python\na, b = map(int, input().split())\nprint(max(a, b) - min(a,"
 CLOSED_BLOCK = "```python\na, b = map(int, input().split())\nprint(a + b)\n```\nThis adds the two numbers and"
@@ -21,6 +21,8 @@ BARE_PROGRAM = "a, b = map(int, input().split())\nprint(a * b)"
 BARE_BROKEN = "a, b = map(int, input().split())\nprint(a * (b"
 THINKING = "<think>\nThe answer is max of a and b, but first let me check whether"
 CLOSED_THEN_OPEN = CLOSED_BLOCK + " now a faster one:\n```python\nimport sys\nprint(sum(map(int,"
+# The limit fell on the closing fence: the block is open, but it holds a whole program, which runs.
+FENCE_CUT = "```python\na, b = map(int, input().split())\nprint(a + b)\n"
 
 
 @pytest.mark.parametrize(
@@ -55,8 +57,9 @@ def test_readings_of_not_incorrect():
     assert is_non_incorrect("no_code", True, "accepted_or_no_code")
 
 
-def decide(status: str, is_cut_off: bool, non_incorrect: str = "accepted_or_cut_off"):
+def decide(status: str, is_cut_off: bool, non_incorrect: str = "accepted_or_cut_off", program=None):
     return truncation_decision(
+        program=program,
         truncated=True,
         status=status,
         tokens=list(range(40)),
@@ -160,3 +163,80 @@ def test_the_two_mask_modes_divide_the_loss_by_different_token_counts(tiny_model
     assert out["drop"][1] != 0.0
     assert out["zero_advantage"][1] == pytest.approx(out["drop"][1] * 10 / 22, rel=1e-5)
     torch.testing.assert_close(out["zero_advantage"][2], out["drop"][2] * 10 / 22, atol=1e-7, rtol=1e-4)
+
+
+# ---------------------------------------------------------------- "not incorrect" read from the program
+
+
+@pytest.mark.parametrize(
+    ("text", "state"),
+    [
+        (FENCE_CUT, "complete"),  # an open block holding a whole program: the judge ran it
+        (OPEN_BLOCK, "unparsed"),  # stopped mid-statement
+        (CLOSED_THEN_OPEN, "unparsed"),  # the program the judge runs is the open one
+        (PROSE_ONLY, "none"),
+        (THINKING, "none"),
+        (BARE_BROKEN, "none"),  # no fence and does not parse: the judge finds no code
+        (CLOSED_BLOCK, "complete"),
+    ],
+)
+def test_program_state_says_what_the_judge_had_to_run(text, state):
+    assert program_state(text) == state
+
+
+def test_a_cut_on_the_closing_fence_is_cut_off_by_the_text_and_complete_by_the_program():
+    """The case the text reading gets wrong: the extractor runs the open block to the end, the
+    program is whole and ran; when it fails it is a complete program that ran and failed."""
+    assert cut_off(FENCE_CUT, "length") and program_state(FENCE_CUT) == "complete"
+    assert decide("wrong_answer", True, "accepted_or_cut_off", "complete").reason == "masked"
+    assert decide("wrong_answer", True, "accepted_or_unfinished", "complete").reason == "incorrect"
+    assert decide("runtime_error", True, "accepted_or_unfinished", "complete").reason == "incorrect"
+    # unfinished programs and correct ones stay eligible
+    assert decide("compile_error", True, "accepted_or_unfinished", "unparsed").reason == "masked"
+    assert decide("no_code", True, "accepted_or_unfinished", "none").reason == "masked"
+    assert decide("accepted", True, "accepted_or_unfinished", "complete").reason == "masked"
+    # a finished block (not cut off) that failed is incorrect under every reading
+    assert decide("wrong_answer", False, "accepted_or_unfinished", "complete").reason == "incorrect"
+    with pytest.raises(ValueError, match="program"):
+        is_non_incorrect("wrong_answer", True, "accepted_or_unfinished")
+
+
+def test_prepare_records_what_each_cut_off_program_was_and_its_verdict():
+    pairs = [*batch_pairs(), pair("fence", FENCE_CUT, "length", "wrong_answer", 0.0, 6)]
+    cfg = resolve(
+        "microcoder-grpo", {"mask_rho": 1.0, "mask_repeat_m": 2, "mask_non_incorrect": "accepted_or_unfinished"}
+    )
+    rows = {s.rollout.id: s.to_row() for s in prepare(pairs, cfg, L_max=6)}
+    assert {k: (r["program"], r["status"], r["mask_reason"]) for k, r in rows.items()} == {
+        "acc": (None, "accepted", "not_truncated"),
+        "open": ("unparsed", "compile_error", "masked"),
+        "prose": ("none", "no_code", "masked"),
+        "closed": ("complete", "wrong_answer", "incorrect"),
+        "fence": ("complete", "wrong_answer", "incorrect"),
+    }
+    text = resolve("microcoder-grpo", {"mask_rho": 1.0, "mask_repeat_m": 2, "mask_non_incorrect": "accepted_or_cut_off"})
+    assert {s.rollout.id for s in prepare(pairs, text, L_max=6) if s.masked} == {"open", "prose", "fence"}
+
+
+# ---------------------------------------------------------------- --truncated-reward
+
+
+def test_truncated_reward_zero_scores_a_cut_off_output_0_whatever_its_program_did():
+    """A cut on the closing fence of a correct program is accepted by the judge; under ``zero`` it
+    scores 0 (as where a cut-off never holds a finished answer), the group's advantages follow
+    from the zeroed rewards, and its verdict still makes it "not incorrect" (eligible for masking)."""
+    pairs = [
+        pair("acc", BARE_PROGRAM, "stop", "accepted", 1.0, 4),
+        pair("fence", FENCE_CUT, "length", "accepted", 1.0, 6),
+        pair("wrong", CLOSED_BLOCK, "stop", "wrong_answer", 0.0, 6),
+    ]
+    base = {"mask_rho": 1.0, "mask_repeat_m": 2, "mask_non_incorrect": "accepted_or_unfinished"}
+    as_judged = {s.rollout.id: s for s in prepare(pairs, resolve("grpo", base), L_max=6)}
+    zero = {s.rollout.id: s for s in prepare(pairs, resolve("grpo", {**base, "truncated_reward": "zero"}), L_max=6)}
+    assert [as_judged[k].reward for k in ("acc", "fence", "wrong")] == [1.0, 1.0, 0.0]
+    assert [zero[k].reward for k in ("acc", "fence", "wrong")] == [1.0, 0.0, 0.0]
+    assert as_judged["fence"].advantage > 0 > zero["fence"].advantage
+    assert zero["acc"].advantage > as_judged["acc"].advantage
+    masked = {s.rollout.id: s for s in prepare(pairs, resolve("microcoder-grpo", {**base, "truncated_reward": "zero"}), L_max=6)}
+    assert masked["fence"].masked and masked["fence"].advantage == 0.0 and masked["fence"].reward == 0.0
+    assert resolve("microcoder-grpo").truncated_reward == "verdict"  # the judge's reward unless asked

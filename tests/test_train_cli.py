@@ -76,6 +76,29 @@ def test_train_one_batch_writes_a_checkpoint_and_is_not_redone(tiny_model, batch
     assert (ck / "trainer" / "optimizer.pt").stat().st_mtime_ns == stamp
 
 
+def test_truncated_reward_zero_from_the_command_line_scores_every_cut_off_sample_0(tiny_model, batch_files, tmp_path):
+    """The random model never stops within 8 tokens: every sample is cut off, so under
+    --truncated-reward zero every reward is 0 (the verdicts say 0 and 1) and nothing is learnt;
+    the saved config records it."""
+    rollouts = [json.loads(x) for x in (batch_files / "r.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(x) for x in (batch_files / "v.jsonl").read_text().splitlines()]
+    assert {r["finish_reason"] for r in rollouts} == {"length"} and {v["reward"] for v in verdicts} == {0.0, 1.0}
+    common = ["train", "--model", str(tiny_model), "--rollouts", str(batch_files / "r.jsonl"),
+              "--verdicts", str(batch_files / "v.jsonl"), "--mini-batch-size", "1", "-q"]  # fmt: skip
+    r = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "zero"), "--truncated-reward", "zero"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in (tmp_path / "zero" / "samples.jsonl").read_text().splitlines()]
+    assert [x["reward"] for x in rows] == [0.0] * 4 and all(x["program"] in ("none", "unparsed", "complete") for x in rows)
+    assert json.loads(r.stdout.splitlines()[0])["reward/mean"] == 0.0
+    assert json.loads((tmp_path / "zero" / "trainer" / "train_config.json").read_text())["truncated_reward"] == "zero"
+    judged = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "judged")])
+    assert judged.exit_code == 0, judged.output
+    rows = [json.loads(x) for x in (tmp_path / "judged" / "samples.jsonl").read_text().splitlines()]
+    assert sorted(x["reward"] for x in rows) == [0.0, 0.0, 1.0, 1.0]
+    bad = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "bad"), "--truncated-reward", "half"])
+    assert bad.exit_code == 2 and "verdict, zero" in bad.stderr
+
+
 def test_missing_flags_are_a_usage_error(tiny_model):
     r = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--rollouts", "r.jsonl"])
     assert r.exit_code == 2 and "--verdicts, --out" in r.stderr

@@ -29,7 +29,7 @@ def extract_code(completion: str) -> str | None:
             return candidates[-1]
     if blocks:
         return None  # fenced blocks, but none of them Python: prose around other languages
-    if text.strip() and _parses(text):
+    if text.strip() and parses(text):
         return text
     return None
 
@@ -50,7 +50,8 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
-def _parses(text: str) -> bool:
+def parses(text: str) -> bool:
+    """Does ``text`` parse as Python (by mcoder.safe_ast, which bounds what model text can cost)?"""
     try:
         safe_ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -93,10 +93,15 @@ def _top_up(cfg, rng, problems, parts, rounds: int) -> list[Problem] | None:
     different rewards), more problems not yet in this step; None when the batch is full."""
     if not cfg.train.dynamic_sampling or rounds >= cfg.max_resample_rounds:
         return None
+    from mcoder.train.batching import is_truncated
+    from mcoder.train.masking import scored_reward
+
     rewards: dict[str, set[float]] = {}
-    for _, verdicts, _ in parts:
-        for v in verdicts:
-            rewards.setdefault(v.problem_id, set()).add(v.reward)
+    for rollouts, verdicts, _ in parts:  # the rewards the update will see
+        for r, v in zip(rollouts, verdicts, strict=True):
+            truncated = is_truncated(r, cfg.sampling.max_tokens)
+            reward = scored_reward(v.reward, truncated, cfg.train.truncated_reward)
+            rewards.setdefault(v.problem_id, set()).add(reward)
     useful = sum(len(r) > 1 for r in rewards.values())
     unused = [p for p in problems if p.id not in rewards]
     if useful >= cfg.train_batch_size or not unused:

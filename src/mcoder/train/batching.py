@@ -24,7 +24,7 @@ from mcoder.jsonl import check_verdict_joins
 from mcoder.records import Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.config import TrainConfig
-from mcoder.train.masking import cut_off, truncation_decision
+from mcoder.train.masking import ProgramState, cut_off, program_state, scored_reward, truncation_decision
 
 
 @dataclass
@@ -32,13 +32,14 @@ class Sample:
     rollout: Rollout
     verdict: Verdict
     group: int  # index of its problem_id within the batch
-    reward: float = 0.0  # verdict reward plus any overlong penalty
+    reward: float = 0.0  # verdict reward (or 0: cut off under truncated_reward zero) + overlong penalty
     advantage: float = 0.0  # after masking: 0 for a masked sample
     masked: bool = False  # truncation mask: the sample's advantage is 0
     dropped: bool = False  # masked and (mask_mode drop) left out of the loss and its token count
     mask_reason: str = "off"
     truncated: bool = False
     cut_off: bool = False  # truncated before its program finished (masking.cut_off)
+    program: ProgramState | None = None  # truncated outputs: what the judge ran (masking.program_state)
     old_logprobs: list[float] | None = None  # log π_old^T per completion token
     ref_logprobs: list[float] | None = None  # log π_ref^T per completion token (beta > 0)
     is_weights: list[float] | None = None  # truncated importance weights min(π_old / π_sampler, C) per token
@@ -56,6 +57,8 @@ class Sample:
             "advantage": self.advantage,
             "truncated": self.truncated,
             "cut_off": self.cut_off,
+            "program": self.program,
+            "status": self.verdict.status,
             "masked": self.masked,
             "dropped": self.dropped,
             "mask_reason": self.mask_reason,
@@ -113,15 +116,16 @@ def prepare(
             r,
             v,
             group_of.setdefault(r.problem_id, len(group_of)),
-            reward=float(v.reward),
             old_logprobs=r.sampling_logprobs,
         )
         for r, v in pairs
     ]
     for s in samples:
         s.truncated = is_truncated(s.rollout, L_max)
+        s.reward = scored_reward(float(s.verdict.reward), s.truncated, cfg.truncated_reward)
         # truncated by the engine or (records without a finish reason) by length: either way "length"
         s.cut_off = s.truncated and cut_off(s.rollout.completion, "length")
+        s.program = program_state(s.rollout.completion) if s.truncated else None
     lengths = torch.tensor([s.num_tokens for s in samples])
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
     if cfg.overlong_penalty:
@@ -140,6 +144,7 @@ def prepare(
             m=cfg.mask_repeat_m,
             non_incorrect=cfg.mask_non_incorrect,
             is_cut_off=s.cut_off,
+            program=s.program,
         )
         s.reward, s.masked, s.mask_reason = R, d.masked, d.reason
         s.advantage = 0.0 if d.masked else A  # the paper's form: A_i times (1 - mask)

@@ -23,7 +23,8 @@ from mcoder.errors import UsageError
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
 LossAgg = Literal["token", "sequence", "constant"]
 TruncationMode = Literal["none", "all", "conditional"]
-NonIncorrect = Literal["accepted_or_cut_off", "accepted", "accepted_or_no_code"]
+NonIncorrect = Literal["accepted_or_cut_off", "accepted_or_unfinished", "accepted", "accepted_or_no_code"]
+TruncatedReward = Literal["verdict", "zero"]
 MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["float32", "bfloat16"]
 Checkpointing = Literal["auto", "on", "off"]
@@ -63,7 +64,9 @@ class TrainConfig:
     mask_repeat_m: int = 128
     """m: an output whose last m tokens repeat the m before them is never masked."""
     mask_non_incorrect: NonIncorrect = "accepted_or_cut_off"
-    """Truncated outputs that count as not incorrect: accepted_or_cut_off (accepted, or stopped before its program finished: no code, or its code block still open), accepted, accepted_or_no_code."""
+    """Truncated outputs that count as not incorrect: accepted_or_cut_off (accepted, or stopped with its code block still open or no code), accepted_or_unfinished (accepted, or stopped before a program that parses: no code, or open code that does not parse), accepted, accepted_or_no_code."""
+    truncated_reward: TruncatedReward = "verdict"
+    """What an output cut at L_max scores: verdict (the judge's reward) or zero (0 whatever its program did, as where a cut-off never holds a finished answer)."""
     mask_mode: MaskMode = "zero_advantage"
     """How a masked output leaves the loss: zero_advantage (the paper's equation, verl: its tokens stay in the token count) or drop (removed from the loss and its count, TRL)."""
     overlong_penalty: bool = False

@@ -39,6 +39,7 @@ from mcoder.train.batching import (
 )
 from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
+from mcoder.train.masking import scored_reward
 from mcoder.train.models import completion_logprobs, load_policy, load_reference, score
 
 # A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
@@ -122,7 +123,7 @@ class Trainer:
         # fresh masking coins for every rollout batch, the same ones when a batch is redone
         samples = prepare(pairs, self.cfg, L_max, coin_seed=self.cfg.seed * 1_000_003 + self.policy_version)
         self.last_samples = samples
-        metrics = batch_metrics(pairs, samples, L_max)
+        metrics = batch_metrics(pairs, samples, L_max, self.cfg.truncated_reward)
         metrics["temperature"] = T
         if samples:
             self._fill_logprobs(samples, T)
@@ -424,9 +425,11 @@ def state_dir(checkpoint: str | os.PathLike) -> Path:
     return inside if inside.is_dir() or not (checkpoint / STATE_FILE).exists() else checkpoint
 
 
-def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
-    """What the batch looked like: rewards, verdicts, lengths, truncation and masking."""
-    rewards = torch.tensor([float(v.reward) for _, v in pairs])
+def batch_metrics(pairs, samples: list[Sample], L_max: int, truncated_reward: str) -> dict[str, Any]:
+    """What the batch looked like: rewards (as the update scores them), verdicts, lengths,
+    truncation and masking (counts of samples and of their completion tokens)."""
+    scored = [scored_reward(float(v.reward), is_truncated(r, L_max), truncated_reward) for r, v in pairs]
+    rewards = torch.tensor(scored)
     lengths = [len(r.completion_token_ids) for r, _ in pairs]
     status = Counter(v.status for _, v in pairs)
     n = len(pairs)
@@ -440,6 +443,10 @@ def batch_metrics(pairs, samples: list[Sample], L_max: int) -> dict[str, Any]:
         "L_max": L_max,
         "truncated_rate": sum(is_truncated(r, L_max) for r, _ in pairs) / n,
         "masked_count": sum(s.masked for s in samples),
+        "masked_tokens": sum(s.num_tokens for s in samples if s.masked),
+        "dropped_count": sum(s.dropped for s in samples),
+        "dropped_tokens": sum(s.num_tokens for s in samples if s.dropped),
+        "cut_off_complete": sum(s.cut_off and s.program == "complete" for s in samples),
         "samples": n,
         "samples_kept": len(samples),
         "groups_kept": len({s.group for s in samples}),
