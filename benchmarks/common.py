@@ -77,7 +77,9 @@ def measurement_parser(doc: str | None, **defaults) -> argparse.ArgumentParser:
         ("--mini-batch", {"type": int, "default": 4, "help": "prompt groups per optimizer step"}),
         ("--micro-batch", {"type": int, "default": 16, "help": "sequences per forward/backward"}),
         ("--lr", {"type": float, "default": 3e-4, "help": "RL learning rate (full fine-tuning)"}),
-        ("--max-tokens", {"type": int, "help": "L_max of training, the warm start's gate and evaluation"}),
+        ("--max-tokens", {"type": int, "help": "L_max of training (the train budget), the warm start's gate and evaluation"}),
+        ("--eval-max-tokens", {"type": int, "help": "the test budget: held-out pass@1 is measured at it too "
+                               "(default: the train budget alone)"}),
         ("--eval-n", {"type": int, "help": "held-out samples per problem"}),
         ("--eval-temperature", {"type": float, "default": 1.0}),
         ("--jobs", {"type": int, "default": 1, "help": "seeds (runs) side by side (2 on a 2-core CPU)"}),
@@ -258,13 +260,37 @@ def warm_start(args: argparse.Namespace, warm: Path, seed: int, log: Path, **mor
     return warm
 
 
-def heldout(model: Path, out: Path, args: argparse.Namespace, seed: int, log: Path, baseline=None) -> float:
+def heldout(
+    model: Path, out: Path, args: argparse.Namespace, seed: int, log: Path, baseline=None, max_tokens=None
+) -> float:
     """Held-out pass@1 of ``model`` (in [0, 1]), measured the same way for a warm start and every
-    run of the seed (``evaluate`` on --heldout, --eval-n samples at --eval-temperature)."""
+    run of the seed (``evaluate`` on --heldout, --eval-n samples at --eval-temperature), at
+    ``max_tokens`` (default: the train budget, --max-tokens)."""
     return evaluate(
-        model, out, problems=args.heldout, n=args.eval_n, max_tokens=args.max_tokens,
+        model, out, problems=args.heldout, n=args.eval_n, max_tokens=max_tokens or args.max_tokens,
         temperature=args.eval_temperature, seed=1000 + seed, log=log, baseline=baseline,
     )  # fmt: skip
+
+
+def test_budget(args: argparse.Namespace) -> int | None:
+    """The test budget when it differs from the train budget (--eval-max-tokens), else None: a
+    measurement then evaluates at the train budget alone, as before the option existed."""
+    tb = getattr(args, "eval_max_tokens", None)
+    return tb if tb is not None and tb != args.max_tokens else None
+
+
+def heldout_at_test_budget(model: Path, out: Path, args, seed: int, log: Path, baseline=None) -> float | None:
+    """Held-out pass@1 at the test budget, in ``OUT-L{budget}`` beside ``out`` (its baseline the
+    warm start's at that budget), or None when there is no separate test budget. A finished
+    evaluation (bench.json written) is read back, not redone."""
+    tb = test_budget(args)
+    if tb is None:
+        return None
+    where = out.with_name(f"{out.name}-L{tb}")
+    if (where / "bench.json").exists():
+        return pass_at_1(where / "verdicts.jsonl")
+    base = None if baseline is None else Path(baseline).parent.with_name(f"{Path(baseline).parent.name}-L{tb}") / "verdicts.jsonl"
+    return heldout(model, where, args, seed, log, baseline=base, max_tokens=tb)
 
 
 def loop_command(warm: Path, run: Path, args: argparse.Namespace, seed: int, algo: str) -> list[str]:

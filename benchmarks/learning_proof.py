@@ -70,6 +70,7 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
         before = common.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
     else:
         before = common.heldout(warm, root / "eval-warm", args, seed, log)
+    before_test = common.heldout_at_test_budget(warm, root / "eval-warm", args, seed, log)
     print(
         f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}% ({warm_min:.1f} min)", file=sys.stderr
     )
@@ -86,6 +87,9 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
         after = common.heldout(
             ckpt, root / f"eval-{algo}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
         )
+        after_test = common.heldout_at_test_budget(
+            ckpt, root / f"eval-{algo}", args, seed, log, baseline=root / "eval-warm" / "verdicts.jsonl"
+        )
         row = {
             "algo": algo,
             "seed": seed,
@@ -96,6 +100,9 @@ def one_seed(seed: int, args, rows: list[dict]) -> None:
             "warm_start_minutes": warm_min,
             "eval_minutes": (time.perf_counter() - t1) / 60 - train_min,
         }
+        if after_test is not None:  # --eval-max-tokens: the same figures at the test budget
+            row |= {"warm_pass1_test": 100 * before_test, "final_pass1_test": 100 * after_test,
+                    "delta_test": 100 * (after_test - before_test)}  # fmt: skip
         with _SAVE:
             rows.append(row)
             save(args, rows)
@@ -106,9 +113,10 @@ HEADER = f"{'algo':<16} {'seed':>4} {'warm pass@1':>11} {'final pass@1':>12} {'d
 
 
 def format_row(r: dict) -> str:
+    at_test = f"  at the test budget {r['final_pass1_test']:.1f}%" if "final_pass1_test" in r else ""
     return (
         f"{r['algo']:<16} {r['seed']:>4} {r['warm_pass1']:>10.1f}% {r['final_pass1']:>11.1f}% "
-        f"{r['delta']:>+6.1f} {r['minutes']:>7.1f}"
+        f"{r['delta']:>+6.1f} {r['minutes']:>7.1f}{at_test}"
     )
 
 
@@ -148,6 +156,15 @@ def save(args, rows: list[dict]) -> None:
         f"{r['delta']:+.1f} | {r['minutes']:.1f} |"
         for r in rows
     ]
+    tested = [r for r in rows if "final_pass1_test" in r]
+    if tested:
+        md += ["", f"At the test budget ({args.eval_max_tokens} tokens):", "",
+               "| algo | seed | warm pass@1 % | final pass@1 % | delta |", "|---|---|---|---|---|"]  # fmt: skip
+        md += [
+            f"| {r['algo']} | {r['seed']} | {r['warm_pass1_test']:.1f} | {r['final_pass1_test']:.1f} | "
+            f"{r['delta_test']:+.1f} |"
+            for r in tested
+        ]
     results(args).save(common.config_dict(args), rows, "\n".join(md + [""] + summary_lines(rows)) + "\n")
 
 

@@ -123,6 +123,7 @@ def warm_start(seed: int, args) -> float:
         before = common.pass_at_1(root / "eval-warm" / "verdicts.jsonl")
     else:
         before = common.heldout(warm, root / "eval-warm", args, seed, log)
+    common.heldout_at_test_budget(warm, root / "eval-warm", args, seed, log)  # --eval-max-tokens
     print(f"seed {seed}: warm start held-out pass@1 {100 * before:.1f}%", file=sys.stderr, flush=True)
     return before
 
@@ -140,6 +141,11 @@ def one_run(seed: int, arm: str, before: float, args, rows: list[dict]) -> None:
     )
     row = {"arm": arm, "seed": seed, "warm_pass1": 100 * before, "final_pass1": 100 * after}
     row |= {"delta": 100 * (after - before), "minutes": minutes, **run_figures(run)}
+    baseline = root / "eval-warm" / "verdicts.jsonl"
+    after_test = common.heldout_at_test_budget(ckpt, root / f"eval-{arm}", args, seed, log, baseline=baseline)
+    if after_test is not None:  # --eval-max-tokens: held-out pass@1 at the test budget too
+        before_test = common.heldout_at_test_budget(root / "warm", root / "eval-warm", args, seed, log)
+        row |= {"final_pass1_test": 100 * after_test, "delta_test": 100 * (after_test - before_test)}
     with _SAVE:
         rows.append(row)
         save(args, rows)
@@ -149,6 +155,8 @@ def one_run(seed: int, arm: str, before: float, args, rows: list[dict]) -> None:
 COLUMNS = [
     ("final_pass1", "held-out pass@1 %", "{:.1f}"),
     ("delta", "change", "{:+.1f}"),
+    ("final_pass1_test", "at the test budget %", "{:.1f}"),
+    ("delta_test", "change there", "{:+.1f}"),
     ("length_first", "length first 10", "{:.1f}"),
     ("length_last", "length last 10", "{:.1f}"),
     ("truncated_first", "cut off first 10 %", "{:.1%}"),
@@ -170,11 +178,16 @@ def format_row(r: dict) -> str:
     return "  ".join(cells + [f"{label} {fmt(spec, r[key])}" for key, label, spec in COLUMNS[:2]])
 
 
+def shown(rows: list[dict]) -> list[tuple[str, str, str]]:
+    """The columns some row has (the test-budget ones only with --eval-max-tokens)."""
+    return [c for c in COLUMNS if any(c[0] in r for r in rows)]
+
+
 def arm_summary(rows: list[dict], arm: str) -> dict:
     mine = [r for r in rows if r["arm"] == arm]
     out = {"arm": arm, "seeds": len(mine)}
-    for key, _, _ in COLUMNS:
-        values = [r[key] for r in mine if not math.isnan(r[key])]
+    for key, _, _ in shown(mine):
+        values = [r[key] for r in mine if key in r and not math.isnan(r[key])]
         out[key] = statistics.fmean(values) if values else float("nan")
         out[key + "_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
     out["temperature"] = ", ".join(sorted({str(r.get("temperature", "-")) for r in mine}))
@@ -185,19 +198,20 @@ def save(args, rows: list[dict]) -> None:
     order = {arm: i for i, arm in enumerate(ARMS)}
     rows.sort(key=lambda r: (order.get(r["arm"], 99), r["seed"]))
     summaries = [arm_summary(rows, a) for a in ARMS if any(r["arm"] == a for r in rows)]
+    columns = shown(rows)
     md = []
     for series, arms in SERIES.items():
         if not any(s["arm"] in arms for s in summaries):
             continue
         md += [f"### {series}", ""]
-        md += ["| arm | T | seeds | " + " | ".join(label for _, label, _ in COLUMNS) + " | the paper |"]
-        md += ["|---" * (len(COLUMNS) + 4) + "|"]
+        md += ["| arm | T | seeds | " + " | ".join(label for _, label, _ in columns) + " | the paper |"]
+        md += ["|---" * (len(columns) + 4) + "|"]
         for s in summaries:
             if s["arm"] not in arms:
                 continue
             cells = [
-                f"{fmt(spec, s[key])} ± {fmt(spec.replace('+', ''), s[key + '_std'])}"
-                for key, _, spec in COLUMNS
+                f"{fmt(spec, s.get(key, math.nan))} ± {fmt(spec.replace('+', ''), s.get(key + '_std', 0.0))}"
+                for key, _, spec in columns
             ]
             md.append(
                 f"| {s['arm']} | {s['temperature']} | {s['seeds']} | "
@@ -208,11 +222,11 @@ def save(args, rows: list[dict]) -> None:
     md += [
         "### every run",
         "",
-        "| arm | seed | T | warm % | " + " | ".join(l for _, l, _ in COLUMNS) + " | minutes |",
+        "| arm | seed | T | warm % | " + " | ".join(l for _, l, _ in columns) + " | minutes |",
     ]
-    md += ["|---" * (len(COLUMNS) + 5) + "|"]
+    md += ["|---" * (len(columns) + 5) + "|"]
     for r in rows:
-        cells = [fmt(spec, r[key]) for key, _, spec in COLUMNS]
+        cells = [fmt(spec, r.get(key, math.nan)) for key, _, spec in columns]
         md.append(
             f"| {r['arm']} | {r['seed']} | {r.get('temperature', '-')} | {r['warm_pass1']:.1f} | "
             + " | ".join(cells)
