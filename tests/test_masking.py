@@ -72,7 +72,7 @@ def decide(status: str, is_cut_off: bool, non_incorrect: str = "accepted_or_cut_
     )
 
 
-def test_a_cut_off_program_that_failed_is_masked_by_default_only():
+def test_a_cut_off_program_that_failed_is_masked_by_the_text_reading_only():
     assert decide("compile_error", True).reason == "masked"
     assert decide("wrong_answer", True).reason == "masked"  # the partial program ran and answered wrongly
     assert decide("wrong_answer", False).reason == "incorrect"
@@ -135,7 +135,7 @@ def test_prepare_records_the_reason_for_each_sample():
 
 def test_presets_record_their_mask_mode():
     assert resolve("microcoder-grpo").mask_mode == "zero_advantage"
-    assert resolve("microcoder-grpo").mask_non_incorrect == "accepted_or_cut_off"
+    assert resolve("microcoder-grpo").mask_non_incorrect == "accepted_or_unfinished"
     assert resolve("dapo").mask_mode == "drop"
     assert '"mask_mode": "zero_advantage"' in resolve("microcoder-grpo").to_json()  # saved with the run
 

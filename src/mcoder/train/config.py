@@ -23,7 +23,7 @@ from mcoder.errors import UsageError
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
 LossAgg = Literal["token", "sequence", "constant"]
 TruncationMode = Literal["none", "all", "conditional"]
-NonIncorrect = Literal["accepted_or_cut_off", "accepted_or_unfinished", "accepted", "accepted_or_no_code"]
+NonIncorrect = Literal["accepted_or_unfinished", "accepted_or_cut_off", "accepted", "accepted_or_no_code"]
 TruncatedReward = Literal["verdict", "zero"]
 MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["float32", "bfloat16"]
@@ -63,8 +63,8 @@ class TrainConfig:
     """ρ: probability that an eligible truncated output is masked (conditional mode)."""
     mask_repeat_m: int = 128
     """m: an output whose last m tokens repeat the m before them is never masked."""
-    mask_non_incorrect: NonIncorrect = "accepted_or_cut_off"
-    """Truncated outputs that count as not incorrect: accepted_or_cut_off (accepted, or stopped with its code block still open or no code), accepted_or_unfinished (accepted, or stopped before a program that parses: no code, or open code that does not parse), accepted, accepted_or_no_code."""
+    mask_non_incorrect: NonIncorrect = "accepted_or_unfinished"
+    """Truncated outputs that count as not incorrect: accepted_or_unfinished (accepted, or stopped before a program that parses: no code, or open code that does not parse), accepted_or_cut_off (accepted, or its code block still open or no code: a whole program cut at its closing fence too), accepted, accepted_or_no_code."""
     truncated_reward: TruncatedReward = "verdict"
     """What an output cut at L_max scores: verdict (the judge's reward) or zero (0 whatever its program did, as where a cut-off never holds a finished answer)."""
     mask_mode: MaskMode = "zero_advantage"
@@ -181,7 +181,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dynamic_sampling": True,
     },
     # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
-    # (rho 0.1, m 128, accepted or cut-off outputs, advantage zeroed as in the paper's equation),
+    # (rho 0.1, m 128, accepted or unfinished outputs, advantage zeroed as in the paper's equation),
     # temperature chosen by diversity.
     "microcoder-grpo": {
         "eps_low": 0.2,
@@ -191,7 +191,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "truncation": "conditional",
         "mask_rho": 0.1,
         "mask_repeat_m": 128,
-        "mask_non_incorrect": "accepted_or_cut_off",
+        "mask_non_incorrect": "accepted_or_unfinished",
         "mask_mode": "zero_advantage",
     },
 }

@@ -4,17 +4,17 @@ MicroCoder-GRPO's conditional truncation masking masks output o_i when all four 
 
     |o_i| = L_max               it was cut off by the length limit
     non_incorrect(o_i)          it is not wrong: by default accepted, or cut off before its program
-                                finished (no code reached, or the code block still open at the limit)
+                                finished (no code reached, or code that does not parse)
     not repeat(o_i, m)          its last m tokens do not repeat the m before them (a looping output
                                 is a real failure and keeps its negative signal)
     U(0,1) < rho                a seeded coin, so only a fraction rho of such outputs is masked
 
 "Not incorrect" has four readings (``NonIncorrect``), because the sources differ: the paper's
 equation says non-incorrect, its blog says truncated outputs that "produce correct answers", a
-public re-implementation reads "correct or truncated". ``accepted_or_cut_off`` reads "cut off" from
-the text: accepted, or the code block was still open at the limit (or no code was reached).
-``accepted_or_unfinished`` reads it from the program: accepted, or cut off with no program that
-parses. The two differ on a cut that falls on the closing fence: the open block then holds a whole
+public re-implementation reads "correct or truncated". ``accepted_or_unfinished`` (the default)
+reads "unfinished" from the program: accepted, or cut off with no program that parses.
+``accepted_or_cut_off`` (the default before) reads it from the text: accepted, or the code block
+was still open at the limit (or no code was reached). The two differ on a cut that falls on the closing fence: the open block then holds a whole
 program, which the judge runs; when it fails it is a complete program that ran and failed, which
 is incorrect. ``program_state`` records which case each output was (samples.jsonl), so a run shows
 what its reading masked. ``accepted`` and ``accepted_or_no_code`` are the stricter readings.
@@ -106,7 +106,7 @@ def truncation_decision(
     rng: random.Random,
     rho: float = 0.1,
     m: int = 128,
-    non_incorrect: NonIncorrect = "accepted_or_cut_off",
+    non_incorrect: NonIncorrect = "accepted_or_unfinished",
     is_cut_off: bool = False,
     program: ProgramState | None = None,
 ) -> MaskDecision:
