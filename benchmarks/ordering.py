@@ -2,8 +2,8 @@
 budget larger than the train budget, with a pre-registered rule for what the runs mean.
 
     python benchmarks/ordering.py --out order-run --pick-budget 27,28 --seeds 0,1,2,3   # stage 1
-    python benchmarks/ordering.py --out order-run --max-tokens 28 --seeds 0-11 --jobs 2  # every arm
-    python benchmarks/ordering.py --out order-run --max-tokens 28 --seeds 12-29 --arms grpo,dapo,mc
+    python benchmarks/ordering.py --out order-run --seeds 0-11 --jobs 2                  # every arm
+    python benchmarks/ordering.py --out order-run --seeds 12-29 --arms grpo,dapo,mc      # more seeds
     python benchmarks/ordering.py --out order-run --analyze                              # the verdict
     python benchmarks/ordering.py --out order-smoke --smoke --seeds 0                    # plumbing
 
@@ -598,7 +598,7 @@ def seed_list(text: str) -> list[int]:
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = common.measurement_parser(
         __doc__, out=Path("order-run"), train=LEARN / "train.jsonl", heldout=LEARN / "heldout.jsonl",
-        warm_target=0.35, steps=150, max_tokens=28, eval_max_tokens=64, eval_n=16, seeds="0-11",
+        warm_target=0.35, steps=150, max_tokens=27, eval_max_tokens=64, eval_n=16, seeds="0-11",
     )  # fmt: skip
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
     p.add_argument("--checkpoints", default="50,100", help="steps whose checkpoint is evaluated too")

@@ -106,7 +106,7 @@ def test_collapse_is_three_steps_in_a_row_at_90_percent_and_mcnemar_pairs_it_by_
 def test_seed_ranges_and_the_options_the_rule_needs():
     assert ordering.seed_list("0,2,5-8") == [0, 2, 5, 6, 7, 8]
     args = ordering.parse(["--out", "x"])
-    assert (args.max_tokens, args.eval_max_tokens, args.eval_n, args.steps) == (28, 64, 16, 150)
+    assert (args.max_tokens, args.eval_max_tokens, args.eval_n, args.steps) == (27, 64, 16, 150)
     assert args.truncated_reward == "zero" and args.checkpoints == [50, 100] and args.seeds == list(range(12))
     with pytest.raises(SystemExit):
         ordering.parse(["--out", "x", "--eval-max-tokens", "28"])  # the test budget must be larger
