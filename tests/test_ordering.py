@@ -109,7 +109,7 @@ def test_seed_ranges_and_the_options_the_rule_needs():
     assert (args.max_tokens, args.eval_max_tokens, args.eval_n, args.steps) == (27, 64, 16, 150)
     assert args.truncated_reward == "zero" and args.checkpoints == [50, 100] and args.seeds == list(range(12))
     with pytest.raises(SystemExit):
-        ordering.parse(["--out", "x", "--eval-max-tokens", "28"])  # the test budget must be larger
+        ordering.parse(["--out", "x", "--eval-max-tokens", "27"])  # the test budget must be larger
 
 
 @pytest.mark.slow
