@@ -102,13 +102,17 @@ def run_counted(cmd, log: Path) -> float:
 # ---------------------------------------------------------------- evaluation
 
 
+_TOKENIZER = threading.Lock()  # transformers' lazy imports are not safe from two threads at once
+
+
 @functools.lru_cache(maxsize=8)
 def reference_lengths(warm: Path, problems: Path) -> dict[str, int]:
     """Tokens of each problem's reference answer as the warm start learnt it (fence, program,
     fence, end of turn) with the warm start's tokenizer."""
-    from transformers import AutoTokenizer
+    with _TOKENIZER:
+        from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(warm)
+        tok = AutoTokenizer.from_pretrained(warm)
     out = {}
     for line in problems.read_text().splitlines():
         p = json.loads(line)
