@@ -29,6 +29,7 @@ pytest.importorskip("starlette")
 
 from typer.testing import CliRunner
 
+from helpers.large import ANSWER, PROGRAM, large_record, retained_bytes
 from mcoder.cli.app import app
 from mcoder.errors import EnvironmentMissing
 from mcoder.integrations.remote import RemoteJudge
@@ -508,19 +509,28 @@ def test_the_client_refuses_other_settings_and_a_bad_problem_at_once(service):
     assert remote.failovers == 0  # a request the service refuses is not sent elsewhere
 
 
-def test_a_problem_sent_again_is_the_same_object_and_a_changed_one_is_not():
-    from mcoder.integrations.serve import SeenProblems, native_request
+def test_a_large_problem_sent_again_and_again_is_held_once():
+    """Every request parses its problem (or, for /run_code, makes one of its stdin): the judge kept
+    each object it met, +2 MiB a /run_code request with 1 MiB of stdin; /judge kept 512 problems
+    whatever their size."""
+    from starlette.testclient import TestClient
 
-    seen = SeenProblems(size=2)
-    a, b, c = (to_dict(p) for p in problems()[:3])
-    first, _ = native_request({"problem": a, "completions": []}, {}, seen)
-    again, _ = native_request({"problem": json.loads(json.dumps(a)), "completions": []}, {}, seen)
-    assert again is first
-    changed = {**a, "tests": a["tests"][:1]}
-    assert native_request({"problem": changed, "completions": []}, {}, seen)[0].tests == first.tests[:1]
-    native_request({"problem": b, "completions": []}, {}, seen)
-    native_request({"problem": c, "completions": []}, {}, seen)  # bounded: `a` is forgotten
-    assert native_request({"problem": a, "completions": []}, {}, seen)[0] is not first
+    from mcoder.integrations.serve import ServeConfig, make_app
+
+    record = large_record(1.0)
+    app = make_app(ServeConfig(), JudgeConfig(workers=1))
+
+    def call(i: int) -> None:
+        if i % 2:
+            body = {"code": PROGRAM, "language": "python", "stdin": record["tests"][0]["input"]}
+            res = client.post("/run_code", json=body).json()
+            assert res["run_result"]["stdout"] == record["tests"][0]["output"], res
+        else:
+            res = client.post("/judge", json={"problem": record, "completions": [ANSWER]})
+            assert json.loads(res.content)["passed"], res.content[:300]
+
+    with TestClient(app) as client:
+        assert retained_bytes(call, 20) < 4 << 20
 
 
 def test_serve_usage_errors_exit_with_their_codes(tmp_path):

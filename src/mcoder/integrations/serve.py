@@ -22,13 +22,11 @@ SIGTERM/SIGINT: uvicorn stops accepting, lets the requests in flight finish (up 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import re
 import secrets
 import socket
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,40 +99,14 @@ def settings_of(cfg: JudgeConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------- the two endpoints' logic (sync)
 
 
-class SeenProblems:
-    """The problems of recent requests by content, so that a problem sent again (every step of a
-    run sends its problems again) is the same object: parsed once, its tests prepared once by the
-    judge, held once."""
-
-    def __init__(self, size: int = 512):
-        self.size, self._d = size, OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, value: Any) -> Problem:
-        try:
-            key = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).digest()
-        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: parsed (and refused) as it is
-            return record(value, "problem")
-        with self._lock:
-            if key in self._d:
-                self._d.move_to_end(key)
-                return self._d[key]
-        problem = record(value, "problem")
-        with self._lock:
-            self._d[key] = problem
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-        return problem
-
-
-def native_request(
-    body: Any, known: dict[str, Problem], seen: SeenProblems | None = None
-) -> tuple[Problem, list[Rollout]]:
-    """The problem and rollouts of a /judge body; DataError naming the field otherwise."""
+def native_request(body: Any, known: dict[str, Problem]) -> tuple[Problem, list[Rollout]]:
+    """The problem and rollouts of a /judge body; DataError naming the field otherwise. A problem
+    sent again (every step of a run sends its problems again) is parsed again and dropped after
+    the request: the judge holds its prepared tests once, by content, bounded in bytes."""
     if not isinstance(body, dict):
         raise DataError("the body is not a JSON object", field="body")
     if body.get("problem") is not None:
-        problem = seen.get(body["problem"]) if seen is not None else record(body["problem"], "problem")
+        problem = record(body["problem"], "problem")
     elif isinstance(body.get("problem_id"), str):
         problem = known.get(body["problem_id"])
         if problem is None:
@@ -257,7 +229,7 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
 
     known = load_problems(cfg.problems)
     capacity = cfg.capacity or 4 * judge_cfg.workers
-    admission, run_code, seen = Admission(capacity), RunCode(), SeenProblems()
+    admission, run_code = Admission(capacity), RunCode()
     threads = anyio.CapacityLimiter(capacity)
     limit = int(cfg.max_request_mb * (1 << 20))
     state: dict[str, Any] = {"judge": None}
@@ -286,7 +258,7 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
             admission.leave(n)
 
     def judge_body(body: Any) -> bytes:
-        problem, rollouts = native_request(body, known, seen)
+        problem, rollouts = native_request(body, known)
         verdicts = state["judge"].judge({problem.id: problem}, rollouts)
         return b"".join(dumps(v) for v in verdicts)
 

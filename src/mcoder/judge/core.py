@@ -23,6 +23,7 @@ import ast
 import json
 import marshal
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from mcoder import safe_ast
 from mcoder.errors import DataError, McoderError
 from mcoder.extract import compile_program, extract_code
 from mcoder.judge import plain, sandbox, untrusted
-from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
+from mcoder.judge.cache import BytesLRU, ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.harness import defined_names, imported_names
@@ -44,6 +45,10 @@ from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
 SHOWN_CHARS = 1000  # of input, expected and got in first_failure
+# Prepared tests kept across calls, by content, in bytes: a trainer's reward sends the same
+# problems as fresh objects call after call (a parquet row, a dataset column, a request body),
+# and each is prepared once and held once, however many objects stand for it.
+PREPARED_BYTES = 256 << 20
 # Contest libraries a worker imports itself, before it forks the tests of a program that imports
 # them (when the problem's profile shows them): each test's process then finds them loaded, as
 # the standard library's common modules, instead of spending ~0.1 s of CPU importing them again.
@@ -72,12 +77,17 @@ class Outcome:
 
 @dataclass(slots=True)
 class _Prepared:
-    """A problem's tests in the form the worker and the comparators want, built once per problem."""
+    """A problem's tests in the form the worker and the comparators want, built once per content
+    (the tests and fn_name, by their digest): every later problem object with the same tests gets
+    this one, and holds none of its own once its call is over."""
 
     groups: list[tuple[str, list[int], list[Any]]]  # (kind, test indexes, worker payload per test)
     expected_values: dict[int, Any]
     digest: str
     unprovable: str | None = None  # why no program can be shown right by these tests
+    tests: list[Test] = field(default_factory=list)  # the tests themselves (of the first problem seen)
+    fn_name: str | None = None
+    size: int = 0  # bytes it holds, about (what the interning LRU counts)
 
 
 class Judge:
@@ -90,7 +100,7 @@ class Judge:
         self.cache = ResultCache(self.cfg.cache_size)
         self._limits: dict[str, str] = {}  # library profile -> the cache key's limits part
         self._visible: dict[str, frozenset[str]] = {}  # library profile -> the packages it shows
-        self._prepared: dict[int, tuple[Problem, _Prepared]] = {}
+        self.prepared = BytesLRU(PREPARED_BYTES)  # tests digest -> _Prepared
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
 
@@ -145,6 +155,7 @@ class Judge:
 
         waiting: dict[str, list[int]] = {}  # cache key -> rollouts that wait for that one run
         runs = []
+        seen: dict[int, _Prepared] = {}  # id(problem) -> its prepared tests, for this call only
         for i, r in enumerate(rollouts):
             problem = problems_by_id.get(r.problem_id)
             if problem is None:
@@ -157,7 +168,7 @@ class Judge:
             if quick is not None:
                 deliver(i, quick, False)
                 continue
-            prep = self._prepare(problem)
+            prep = self._prepare(problem, seen)
             if prep.unprovable is not None:
                 deliver(i, Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable}), False)
                 continue
@@ -247,14 +258,17 @@ class Judge:
             return code, None, Outcome("wrong_answer", 0, 0, {"reason": "the problem has no tests"})
         return code, compiled, None
 
-    def _prepare(self, problem: Problem) -> _Prepared:
-        entry = self._prepared.get(id(problem))
-        if entry is not None and entry[0] is problem:
-            return entry[1]
-        prep = prepare_tests(problem)
-        if len(self._prepared) > 10_000:
-            self._prepared.clear()
-        self._prepared[id(problem)] = (problem, prep)
+    def _prepare(self, problem: Problem, seen: dict[int, _Prepared]) -> _Prepared:
+        """The problem's prepared tests, interned by content: a problem object seen before in this
+        call, else the tests' digest in the judge's LRU (bounded in bytes), else prepared now."""
+        prep = seen.get(id(problem))
+        if prep is None:
+            digest = tests_digest(problem.tests, problem.fn_name)
+            prep = self.prepared.get(digest)
+            if prep is None:
+                prep = prepare_tests(problem, digest)
+                self.prepared.put(digest, prep, prep.size)
+            seen[id(problem)] = prep
         return prep
 
     def _run(self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared) -> Outcome:
@@ -274,7 +288,7 @@ class Judge:
         # the names the program binds itself (which the function under test must be one of),
         # read here rather than in every candidate process
         defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
-        grader = _Grader(problem, prep, self.cfg)
+        grader = _Grader(prep, self.cfg)
         allowed = self._allowed(self._profile(problem))
         preimport = self._preimports(compiled_code, allowed)
         try:
@@ -334,8 +348,8 @@ class _Grader:
     """Compares results as they stream in and keeps the tally of one run. Total on what the
     candidate sent: whatever it cannot read or compare ends the run as ``judge_refused``."""
 
-    def __init__(self, problem: Problem, prep: _Prepared, cfg: JudgeConfig):
-        self.problem, self.prep, self.cfg = problem, prep, cfg
+    def __init__(self, prep: _Prepared, cfg: JudgeConfig):
+        self.tests, self.prep, self.cfg = prep.tests, prep, cfg
         self.max_out = int(cfg.max_output_mb * (1 << 20))
         self.passed, self.matched = 0, []
         self.status = "accepted"
@@ -365,7 +379,7 @@ class _Grader:
             return self.refuse(index, e)
 
     def _take(self, index: int, res: dict) -> bool:
-        test = self.problem.tests[index]
+        test = self.tests[index]
         self.graded.add(index)
         got = None
         if res["status"] == "ok":
@@ -426,9 +440,7 @@ class _Grader:
                 return
 
     def outcome(self, elapsed: float) -> Outcome:
-        return Outcome(
-            self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed
-        )
+        return Outcome(self.status, self.passed, len(self.tests), self.first_failure, self.matched, elapsed)
 
 
 def _refusal(e: BaseException) -> dict[str, str]:
@@ -554,23 +566,30 @@ def literal_value(text: str) -> tuple[Any, bool]:
         return None, False
 
 
-def prepare_tests(problem: Problem) -> _Prepared:
+def prepare_tests(problem: Problem, digest: str | None = None) -> _Prepared:
     """Group the tests by kind (in order) and pre-parse what the worker and comparators need."""
     groups: list[tuple[str, list[int], list[Any]]] = []
     expected: dict[int, Any] = {}
+    size = 0
     for i, t in enumerate(problem.tests):
         if not groups or groups[-1][0] != t.kind:
             groups.append((t.kind, [], []))
         kind, idx, payload = groups[-1]
         idx.append(i)
+        size += sys.getsizeof(t.input) + sys.getsizeof(t.output) + 200
         if kind == "stdin":
             payload.append(t.input.encode("utf-8", "surrogateescape"))
+            size += sys.getsizeof(payload[-1])
         elif kind == "call":
             payload.append(_call_args(problem, i, t))
             expected[i] = _json(problem, i, "output", t.output)
+            size += 4 * (len(t.input) + len(t.output))  # parsed JSON: objects of a few times its text
         else:
             payload.append((t.input, _calls_check(problem, i, t.input)))
-    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name), _unprovable(problem, expected))
+    digest = digest or tests_digest(problem.tests, problem.fn_name)
+    return _Prepared(
+        groups, expected, digest, _unprovable(problem, expected), list(problem.tests), problem.fn_name, size
+    )
 
 
 def _unprovable(problem: Problem, expected: dict[int, Any]) -> str | None:
