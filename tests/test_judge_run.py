@@ -349,3 +349,26 @@ def test_the_programs_own_names_read_from_its_bytecode_as_dis_reads_them(source)
 
     code = compile(source, "main.py", "exec")
     assert defined_names(code) == _names_by_dis(code)
+
+
+def test_a_program_that_prints_a_set_of_strings_gets_the_same_verdict_in_every_run():
+    """A real contest submission iterated a set of strings: it passed 0 tests in one run and 1 in
+    the next, since every worker (and every candidate forked from it) drew its own string-hash
+    seed. Candidates run with the documented seed (PYTHONHASHSEED=0), so the expected output
+    here is what any Python prints with it, and every fresh judge accepts the program."""
+    import subprocess
+    import sys
+
+    from mcoder.judge.pool import CANDIDATE_HASH_SEED
+
+    words = "apple banana cherry date elderberry fig grape honeydew kiwi lemon mango nectarine"
+    code = "words = input().split()\nprint(' '.join(set(words)))\nprint(' '.join({w[::-1]: 0 for w in set(words)}))"
+    expected = subprocess.run(
+        [sys.executable, "-c", code], input=words, capture_output=True, text=True, check=True,
+        env={"PYTHONHASHSEED": CANDIDATE_HASH_SEED},
+    ).stdout  # fmt: skip
+    p = Problem(id="set-order", source="t", question="", tests=[Test(words + "\n", expected)] * 3)
+    for _ in range(3):  # fresh workers each time: each drew a seed of its own before
+        with Judge(_cfg(workers=1, cache=False)) as judge:
+            v = judge_one(judge, p, code)
+        assert v.status == "accepted", v.first_failure

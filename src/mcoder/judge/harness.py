@@ -41,6 +41,7 @@ CANDIDATE_ENV = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    "PYTHONHASHSEED": "0",  # the workers' own (pool.CANDIDATE_HASH_SEED), for a Python the program starts
 }
 EXIT_MEMORY = 86  # the process ran out of memory before it could report
 

@@ -28,6 +28,10 @@ from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from mcoder.judge.worker import main; main()"
 _START_TIMEOUT_S = 60.0
+# The string-hash seed of every worker, and so of every candidate forked from one: a program's
+# set and dict order of strings (its output, when it prints one) is the same in every run and on
+# every machine, so the same program gets the same verdict. Python reads it only at start-up.
+CANDIDATE_HASH_SEED = "0"
 
 
 class WorkerDied(Exception):
@@ -107,10 +111,12 @@ class Worker:
         setup["fd_socket"] = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+                # -I would ignore PYTHONHASHSEED with every other PYTHON* variable: the environment
+                # is given whole here instead, and -s -P keep the rest of isolated mode
+                [sys.executable, "-s", "-P", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": CANDIDATE_HASH_SEED},
                 cwd=self.base,
                 close_fds=True,
                 pass_fds=[theirs.fileno()],
