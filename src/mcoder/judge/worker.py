@@ -93,8 +93,9 @@ class Clock:
     and again when it exits or replies; and wall seconds against ``limit_s * wall_factor`` as a
     backstop for a program that sleeps or blocks. A busy machine slows the wall clock, not the
     CPU clock: the time the program was runnable but got no CPU (its tree's CPU pressure where
-    the slot has a cgroup for it, else its run-queue wait) is not counted against the backstop,
-    up to ``STALL_CEILING`` times the backstop, so load does not turn a pass into a time limit."""
+    the slot has a cgroup for it, else its run-queue wait), less the time it was neither running
+    nor waiting, is not counted against the backstop, up to ``STALL_CEILING`` times the backstop,
+    so load does not turn a pass into a time limit, and a sleeper gets nothing back."""
 
     def __init__(self, pid: int, limit_s: float):
         self.pid, self.limit = pid, limit_s
@@ -145,12 +146,21 @@ class Clock:
 
     def _backstop_due(self, now: float) -> bool:
         """Whether the wall clock is past the backstop once the time spent waiting for a CPU is
-        taken off (read only when the plain wall clock is past it: no cost before)."""
+        taken off (read only when the plain wall clock is past it: no cost before).
+
+        The credit is the tree's waiting less the time it neither ran nor waited (asleep or
+        blocked): a program that was runnable all along gets all its waiting back, one that slept
+        gets none, and one that wakes often to wait a little each time gets what it waited beyond
+        what it slept. A program cannot wait without asking for a CPU, and with its priority,
+        policy and CPUs fixed (seccomp) the scheduler hands a program that asks its fair share,
+        which its CPU limit counts: waiting is bought with CPU time, at the price load sets."""
         if now < self.wall_end:
             return False
         ceiling = self.wall_start + self.backstop * STALL_CEILING
         stalled = max(0.0, self._stall() - self.stall0)
-        self.wall_end = min(self.wall_start + self.backstop + stalled, ceiling)
+        idle = max(0.0, (now - self.wall_start) - self.used() - stalled)
+        credit = max(0.0, stalled - idle)
+        self.wall_end = min(self.wall_start + self.backstop + credit, ceiling)
         return now >= self.wall_end
 
     def wait_s(self) -> float:
