@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -286,6 +287,38 @@ def test_a_worker_killed_from_outside_is_restarted_but_the_job_is_not_rerun():
         assert v.status == "runtime_error" and "judge worker died" in v.first_failure["detail"]
         assert judge_one(j, STDIN, "print(2 * int(input()))").status == "accepted"
         assert judge_one(j, STDIN, "print(3 * int(input()))").status == "wrong_answer"
+
+
+def test_a_worker_that_hangs_while_starting_is_replaced_and_the_run_says_so(monkeypatch, capsys):
+    """The hang is a fault the test causes itself: the first worker process is stopped (SIGSTOP)
+    as soon as it is spawned, as a worker stuck in its start-up looks from outside. The judge
+    waited for its "ready" forever; now it kills it after the start timeout and starts another."""
+    import signal
+
+    from mcoder.judge import pool
+
+    monkeypatch.setattr(pool, "_START_TIMEOUT_S", 2.0)
+    spawn, stopped = pool.Worker.spawn, []
+
+    def spawn_and_stop_the_first(self):
+        spawn(self)
+        if not stopped:
+            stopped.append(self.proc)
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(pool.Worker, "spawn", spawn_and_stop_the_first)
+    started: dict = {}
+    t = threading.Thread(target=lambda: started.update(judge=Judge(_cfg(workers=1)).__enter__()), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():  # the hang itself: let the thread go, then fail
+        stopped[0].kill()
+        t.join(30)
+        pytest.fail("the judge waited for a worker that never started")
+    with started["judge"] as j:
+        assert stopped[0].poll() is not None and j.pool.workers[0].proc is not stopped[0]
+        assert judge_one(j, STDIN, "print(2 * int(input()))").status == "accepted"
+    assert "judge worker 0 did not start within 2 s" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import queue
+import select
 import shutil
 import socket
 import subprocess
@@ -20,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from mcoder.console import warn
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import framing, sandbox
 from mcoder.judge.config import JudgeConfig
@@ -27,7 +29,7 @@ from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from mcoder.judge.worker import main; main()"
-_START_TIMEOUT_S = 60.0
+_START_TIMEOUT_S = 60.0  # a worker that is not ready by then is killed and replaced
 # The string-hash seed of every worker, and so of every candidate forked from one: a program's
 # set and dict order of strings (its output, when it prints one) is the same in every run and on
 # every machine, so the same program gets the same verdict. Python reads it only at start-up.
@@ -140,6 +142,23 @@ class Worker:
         return self._recv()
 
     def wait_ready(self) -> None:
+        """Wait for the worker to say it is in the sandbox and ready. One that says nothing within
+        ``_START_TIMEOUT_S`` (hung while starting) is killed and another started in its place,
+        with a warning; a second that hangs too is the host's fault (EnvironmentMissing)."""
+        for attempt in (1, 2):
+            ready, _, _ = select.select([self.proc.stdout], [], [], _START_TIMEOUT_S)
+            if ready:
+                break
+            self.proc.kill()
+            self.close(keep_lease=True)
+            if attempt == 2:
+                raise EnvironmentMissing(
+                    f"judge worker {self.slot} did not start within {_START_TIMEOUT_S:g} s, twice",
+                    hint="the machine may be overloaded or out of memory; try fewer --workers",
+                )
+            warn(f"judge worker {self.slot} did not start within {_START_TIMEOUT_S:g} s: it was killed, "
+                 "and another starts in its place")  # fmt: skip
+            self.spawn()
         kind, payload = self._recv()
         if kind != "ready":
             self.close()
