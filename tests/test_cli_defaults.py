@@ -183,7 +183,6 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ),
     ("train/batching.py", "Sample"): ({"masked"}, "a record of one sample (was it masked), not a setting"),
     ("bench/table.py", "ProblemTally"): ({"n"}, "a count of samples, not the group size"),
-    ("integrations/remote.py", "__init__"): ({"timeout_s"}, "an HTTP request's timeout, not a test's CPU limit"),
     ("testing.py", "TinySpec"): ({"seed", "dtype"}, "the tiny test model's own spec, not a run's"),
     ("models.py", "load_model"): ({"dtype", "device"}, "'auto': the checkpoint's dtype and the free device"),
     ("judge/harness.py", "imported_names"): ({"limit"}, "how many code objects are walked, not a number of problems"),

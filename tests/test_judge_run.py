@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -405,3 +406,20 @@ def test_a_program_that_prints_a_set_of_strings_gets_the_same_verdict_in_every_r
         with Judge(_cfg(workers=1, cache=False)) as judge:
             v = judge_one(judge, p, code)
         assert v.status == "accepted", v.first_failure
+
+
+def test_a_rollout_has_a_wall_budget_and_its_verdict_comes_back_at_its_end():
+    """Twenty tests, each sleeping 0.8 s (under the 1 s limit and its 3 s backstop, so each one
+    passes), with a fraction reward (every test run): nothing bounded the rollout, 16 s of a
+    worker. With a 3 s budget the verdict comes back after ~3 s, the tests past it time limits,
+    and it is not cached (it depends on load)."""
+    p = Problem(id="slow", source="t", question="", tests=[Test(f"{i}\n", f"{i}\n") for i in range(20)])
+    code = "import time\ntime.sleep(0.8)\nprint(input())"
+    with Judge(_cfg(workers=1, timeout_s=1.0, reward="fraction", rollout_wall_s=3.0)) as j:
+        t0 = time.monotonic()
+        v = judge_one(j, p, code)
+        assert time.monotonic() - t0 < 6
+        assert v.status == "time_limit" and 2 <= v.tests_passed <= 4 and v.reward == v.tests_passed / 20
+        assert v.first_failure["detail"] == "the rollout's wall-time budget ran out"
+        again = judge_one(j, p, code)
+        assert not again.cached

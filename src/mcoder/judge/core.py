@@ -20,9 +20,11 @@ until then: it is never run a second time.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import marshal
 import os
+import queue
 import sys
 import threading
 import time
@@ -40,7 +42,7 @@ from mcoder.judge import plain, sandbox, untrusted
 from mcoder.judge.cache import BytesLRU, ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.harness import defined_names, imported_names
+from mcoder.judge.harness import BUDGET_DETAIL, defined_names, imported_names
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
@@ -73,6 +75,7 @@ class Outcome:
     first_failure: dict[str, Any] | None = None
     matched_by: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    cut: bool = False  # stopped by a wall budget or a cancel: depends on load, never cached
 
 
 @dataclass(slots=True)
@@ -103,6 +106,8 @@ class Judge:
         self.prepared = BytesLRU(PREPARED_BYTES)  # tests digest -> _Prepared
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._running: dict[int, tuple[Any, threading.Event]] = {}  # id(worker) -> (worker, its call's cancel)
+        self._running_lock = threading.Lock()
 
     def __enter__(self) -> Self:
         self.pool = Pool(self.cfg)
@@ -127,14 +132,30 @@ class Judge:
 
     # ------------------------------------------------------------------ public
 
+    def cancel(self, event: threading.Event) -> None:
+        """Drop the work of the ``judge`` call given ``cancel=event`` (its client has gone): its
+        rollouts not started are not run, and those running are stopped now (their workers start
+        afresh). Its verdicts are time_limit and none is cached."""
+        event.set()
+        with self._running_lock:
+            workers = [w for w, e in self._running.values() if e is event]
+            for w in workers:  # under the lock: a worker still here runs this call's job
+                self.pool.kill(w)
+
     def judge(
         self,
         problems_by_id: dict[str, Problem],
         rollouts: list[Rollout],
         on_verdict: Callable[[int, Verdict], None] | None = None,
+        *,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> list[Verdict]:
         """A verdict per rollout, in order. ``on_verdict(index, verdict)`` is called as each is
-        ready (from worker threads, one call at a time)."""
+        ready (from worker threads, one call at a time). ``deadline``: a ``time.monotonic()`` by
+        which the call returns (a request's wall budget): a rollout not started by then is
+        time_limit without a run, one running is stopped there. ``cancel``: an event that
+        ``Judge.cancel`` sets to drop the call's work."""
         if self.pool is None:
             raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
         verdicts: list[Verdict | None] = [None] * len(rollouts)
@@ -185,12 +206,14 @@ class Judge:
         def run(key: str, code: str, compiled: Any, problem: Problem, prep: _Prepared) -> None:
             t0 = time.monotonic()
             try:
-                outcome = self._run(code, compiled, problem, prep)
+                outcome = self._run(code, compiled, problem, prep, deadline, cancel)
             except McoderError:
                 raise  # the host, not the candidate: a sandbox that cannot start is exit 4
             except Exception as e:  # noqa: BLE001 - the judge's code met something it cannot read
                 outcome = _refused(Outcome("accepted", 0, len(problem.tests)), e, time.monotonic() - t0)
-            if self.cfg.cache:
+            if cancel is not None and cancel.is_set():
+                outcome.cut = True  # dropped: whatever it says, it is not this program's outcome
+            if self.cfg.cache and not outcome.cut:
                 self.cache.put(key, outcome)
             first, *rest = waiting[key]
             deliver(first, outcome, False)
@@ -271,50 +294,75 @@ class Judge:
             seen[id(problem)] = prep
         return prep
 
-    def _run(self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared) -> Outcome:
+    def _run(
+        self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared,
+        deadline: float | None = None, cancel: threading.Event | None = None, *,
+        cfg: JudgeConfig | None = None, grader: _Grader | None = None,
+    ) -> Outcome:
         """Run on a free worker, once. A worker that dies under the job (whoever killed it) is
         replaced, and the job ends there: the tests graded so far stand and the others fail
         with the worker's death as their reason. Running it again would let a program that can
-        kill its worker re-roll every failed guess."""
+        kill its worker re-roll every failed guess. The run's wall budget (``rollout_wall_s``
+        from its start, and the call's ``deadline``) ends it: its tests left are time_limit."""
         t0 = time.monotonic()
+        cfg = cfg or self.cfg
         compiled = marshal.dumps(compiled_code)
         limits = {
-            "timeout_s": self.cfg.timeout_s,
-            "memory_mb": self.cfg.memory_mb,
-            "max_processes": self.cfg.max_processes,
-            "max_output_bytes": int(self.cfg.max_output_mb * (1 << 20)),
-            "max_disk_mb": self.cfg.max_disk_mb,
+            "timeout_s": cfg.timeout_s,
+            "memory_mb": cfg.memory_mb,
+            "max_processes": cfg.max_processes,
+            "max_output_bytes": int(cfg.max_output_mb * (1 << 20)),
+            "max_disk_mb": cfg.max_disk_mb,
         }
         # the names the program binds itself (which the function under test must be one of),
         # read here rather than in every candidate process
         defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
-        grader = _Grader(prep, self.cfg)
+        grader = grader or _Grader(prep, cfg)
+        record = grader.results is not None  # every test's whole result kept (run_code, explain)
         allowed = self._allowed(self._profile(problem))
         preimport = self._preimports(compiled_code, allowed)
         try:
-            with self.pool.acquire() as worker:
-                # a worker that holds a library this problem's profile does not show starts afresh
-                worker.fit_imports(allowed, preimport)
-                for kind, indexes, payload in prep.groups:
-                    if kind == "functional":
-                        _functional(
-                            worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined, preimport
-                        )
-                    else:
-                        job = {
-                            "kind": kind,
-                            "code": compiled,
-                            "source": code,
-                            "fn_name": problem.fn_name,
-                            "limits": limits,
-                            "early_exit": self.cfg.early_exit,
-                            "defined": defined,
-                            "profile": self._profile(problem),
-                            "preimport": preimport,
-                        }
-                        worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
-                    if grader.stopped:
-                        break
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if cancel is not None and cancel.is_set():
+                raise queue.Empty
+            with self.pool.acquire(wait) as worker:
+                budget_end = self._budget_end(deadline)
+                with self._running_lock:
+                    self._running[id(worker)] = (worker, cancel)
+                try:
+                    if cancel is not None and cancel.is_set():
+                        raise queue.Empty
+                    # a worker that holds a library this problem's profile does not show starts afresh
+                    worker.fit_imports(allowed, preimport)
+                    for kind, indexes, payload in prep.groups:
+                        if budget_end is not None and time.monotonic() >= budget_end:
+                            grader.budget_spent(indexes[0])
+                            break
+                        if kind == "functional":
+                            _functional(worker, compiled, code, problem, limits, cfg, indexes, payload, grader,
+                                        defined, preimport, budget_end)  # fmt: skip
+                        else:
+                            job = {
+                                "kind": kind,
+                                "code": compiled,
+                                "source": code,
+                                "fn_name": problem.fn_name,
+                                "limits": limits,
+                                "early_exit": cfg.early_exit,
+                                "defined": defined,
+                                "profile": self._profile(problem),
+                                "preimport": preimport,
+                                "deadline": budget_end,
+                                "full_output": record,
+                            }
+                            worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
+                        if grader.stopped:
+                            break
+                finally:
+                    with self._running_lock:
+                        self._running.pop(id(worker), None)
+        except queue.Empty:  # no worker came free before the call's deadline (or it was cancelled)
+            grader.budget_spent(0)
         except WorkerDied as e:
             grader.worker_died(list(range(len(problem.tests))), str(e))
         except McoderError:
@@ -322,6 +370,70 @@ class Judge:
         except Exception as e:  # noqa: BLE001 - the job stopped on something the judge could not read
             grader.refuse(None, e)  # (the worker it ran on was replaced on the way out)
         return grader.outcome(time.monotonic() - t0)
+
+    def run_code(
+        self, code: str, stdin: str = "", *, deadline: float | None = None, cancel: threading.Event | None = None
+    ) -> dict[str, Any]:
+        """Run ``code`` (a program as it is: never looked for in a completion, so nothing it
+        contains is refused) once on ``stdin``, as one stdin test under the judge's limits,
+        never cached. Returns ``status`` (ok, compile_error, runtime_error, time_limit,
+        memory_limit, judge_refused), ``stdout`` (all of it, up to ``max_output_mb``),
+        ``stderr`` (its end), ``detail`` and ``elapsed_s``."""
+        if self.pool is None:
+            raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
+        compiled, error = compile_program(code)
+        if compiled is None:
+            return {"status": "compile_error", "stdout": "", "stderr": error or "", "detail": error, "elapsed_s": 0.0}
+        problem = Problem(id="run_code", source="run_code", question="", tests=[Test(stdin, "")])
+        prep = prepare_tests(problem)
+        grader = _Grader(prep, self.cfg, record=True)
+        outcome = self._run(code, compiled, problem, prep, deadline, cancel, grader=grader)
+        res = grader.results.get(0) or {"status": outcome.status, **(outcome.first_failure or {})}
+        status = "ok" if res.get("status") == "wrong_answer" else res.get("status")  # compared with nothing
+        return {
+            "status": status if status in ("ok", "runtime_error", "time_limit", "memory_limit") else "judge_refused",
+            "stdout": res.get("stdout") or "",
+            "stderr": res.get("stderr") or "",
+            "detail": res.get("detail") or res.get("reason"),
+            "elapsed_s": round(outcome.elapsed_s, 6),
+        }
+
+    def explain(self, problem: Problem, completion: str) -> tuple[Verdict, list[dict[str, Any]]]:
+        """Judge one completion again, every test run (no early exit) and none from the cache,
+        and keep each test's whole result: the verdict, and per test its ``index``, ``kind``,
+        ``input``, ``expected``, ``got`` (the program's output or return value), ``status``, the
+        ``rule`` that accepted it (None when it failed), ``detail``, ``stderr``, ``wall_s``,
+        ``cpu_s`` and ``mem_kb`` (the last two where the worker measured them)."""
+        if self.pool is None:
+            raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
+        rollout = Rollout(id="explain", problem_id=problem.id, completion=completion)
+        code, compiled, quick = self._program(problem, completion)
+        if quick is not None:
+            return self._verdict(rollout, quick, False), []
+        prep = self._prepare(problem, {})
+        if prep.unprovable is not None:
+            quick = Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable})
+            return self._verdict(rollout, quick, False), []
+        cfg = dataclasses.replace(self.cfg, early_exit=False)
+        grader = _Grader(prep, cfg, record=True)
+        outcome = self._run(code, compiled, problem, prep, cfg=cfg, grader=grader)
+        reports = []
+        for i, t in enumerate(prep.tests):
+            res = grader.results.get(i, {"status": "not run"})
+            reports.append({
+                "index": i, "kind": t.kind, "input": t.input, "expected": t.output, "got": res.get("got"),
+                "status": res["status"], "rule": res.get("rule"), "detail": res.get("detail"),
+                "stderr": res.get("stderr") or "", "wall_s": res.get("t"), "cpu_s": res.get("cpu"),
+                "mem_kb": res.get("mem_kb"),
+            })  # fmt: skip
+        return self._verdict(rollout, outcome, False), reports
+
+    def _budget_end(self, deadline: float | None) -> float | None:
+        """When a run starting now must end: its own wall budget, or the call's deadline."""
+        ends = [time.monotonic() + self.cfg.rollout_wall_s] if self.cfg.rollout_wall_s > 0 else []
+        if deadline is not None:
+            ends.append(deadline)
+        return min(ends) if ends else None
 
     def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:
         passed = o.status == "accepted"
@@ -348,13 +460,14 @@ class _Grader:
     """Compares results as they stream in and keeps the tally of one run. Total on what the
     candidate sent: whatever it cannot read or compare ends the run as ``judge_refused``."""
 
-    def __init__(self, prep: _Prepared, cfg: JudgeConfig):
+    def __init__(self, prep: _Prepared, cfg: JudgeConfig, record: bool = False):
         self.tests, self.prep, self.cfg = prep.tests, prep, cfg
+        self.results: dict[int, dict] | None = {} if record else None  # index -> the test's whole result
         self.max_out = int(cfg.max_output_mb * (1 << 20))
         self.passed, self.matched = 0, []
         self.status = "accepted"
         self.first_failure: dict[str, Any] | None = None
-        self.stopped = self.refused = False
+        self.stopped = self.refused = self.cut = False
         self.graded: set[int] = set()
 
     def receive(self, indexes: list[int], res: Any) -> bool:
@@ -381,18 +494,24 @@ class _Grader:
     def _take(self, index: int, res: dict) -> bool:
         test = self.tests[index]
         self.graded.add(index)
+        if res["status"] == "time_limit" and res.get("detail") == BUDGET_DETAIL:
+            self.cut = True
         got = None
         if res["status"] == "ok":
             rule, got = self._compare(index, test, res)
             if rule is not None:
                 self.passed += 1
                 self.matched.append(rule)
+                if self.results is not None:
+                    self.results[index] = {**res, "rule": rule, "got": got() if callable(got) else got}
                 return True
             status = "wrong_answer"
             got = got() if callable(got) else got
         else:
             status = res["status"]
             got = res.get("stdout") or None  # what a crashed or stopped program printed first
+        if self.results is not None:
+            self.results[index] = {**res, "status": status, "rule": None, "got": got}
         if self.first_failure is None:
             self.status = status
             self.first_failure = {
@@ -403,6 +522,9 @@ class _Grader:
                 "stderr": (res.get("stderr") or "")[-SHOWN_CHARS:],
                 "detail": res.get("detail"),
             }
+            diff = first_difference(test.output, got) if status == "wrong_answer" and isinstance(got, str) else None
+            if diff is not None:
+                self.first_failure["diff"] = diff
         if self.cfg.early_exit:
             self.stopped = True
             return False
@@ -434,13 +556,22 @@ class _Grader:
             return None, "<a reply that is not plain data>"
         return compare_value(self.prep.expected_values[index], value, mode), lambda: _repr(value)
 
+    def budget_spent(self, first: int) -> None:
+        """The run's wall budget ran out before test ``first``: it and every test after it that
+        has no result are time limits."""
+        for i in range(first, len(self.tests)):
+            if i not in self.graded and not self.take(i, {"status": "time_limit", "detail": BUDGET_DETAIL}):
+                return
+
     def worker_died(self, indexes: list[int], why: str) -> None:
         for i in [i for i in indexes if i not in self.graded]:
             if not self.take(i, {"status": "runtime_error", "detail": untrusted.text(f"judge worker died: {why}", 300)}):
                 return
 
     def outcome(self, elapsed: float) -> Outcome:
-        return Outcome(self.status, self.passed, len(self.tests), self.first_failure, self.matched, elapsed)
+        return Outcome(
+            self.status, self.passed, len(self.tests), self.first_failure, self.matched, elapsed, self.cut
+        )
 
 
 def _refusal(e: BaseException) -> dict[str, str]:
@@ -468,12 +599,15 @@ def _repr(value: Any) -> str:
 def _functional(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
     indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
+    deadline: float | None = None,
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
     The candidate's worker never receives the checks' source."""
     try:
-        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined, preimport)
+        _functional_run(
+            worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined, preimport, deadline
+        )
     except (WorkerDied, BrokenPipeError, OSError) as e:
         worker.restart()  # the checks worker with it
         raise WorkerDied(str(e)) from None
@@ -482,6 +616,7 @@ def _functional(
 def _functional_run(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
     indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
+    deadline: float | None = None,
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
@@ -495,7 +630,8 @@ def _functional_run(
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
          "fds": True, "n_tests": len(indexes), "defined": defined,
-         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport)}
+         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport),
+         "deadline": deadline}
     )
     checks.send(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,
@@ -649,3 +785,43 @@ def _calls_check(problem: Problem, i: int, source: str) -> bool:
 
 def _shown(text: str) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
+
+
+DIFF_CONTEXT_LINES = 2  # lines of expected and got shown before and after the first difference
+DIFF_LINE_CHARS = 120  # of each shown line, around the first differing column
+
+
+def first_difference(expected: str, got: str) -> dict[str, Any] | None:
+    """Where ``got`` first differs from ``expected``, read as text (trailing blanks of a line, and
+    blank lines at the end, do not count): its ``line`` and ``column`` (from 1), the ``token`` (the
+    whitespace-separated word, from 0) it falls in, and a window of each around it: ``window_line``
+    (the number of the window's first line), ``expected`` and ``got`` (those lines, each cut to
+    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read."""
+    exp, out = _lines(expected), _lines(got)
+    line = next((i for i, (a, b) in enumerate(zip(exp, out)) if a.rstrip() != b.rstrip()), min(len(exp), len(out)))
+    if line == len(exp) == len(out):
+        return None
+    a = exp[line].rstrip() if line < len(exp) else ""
+    b = out[line].rstrip() if line < len(out) else ""
+    column = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    head = a[:column]
+    inside = bool(head) and not head[-1].isspace()  # the difference falls in a word begun before it
+    token = sum(len(x.split()) for x in exp[:line]) + len(head.split()) - inside
+    first = max(0, line - DIFF_CONTEXT_LINES)
+    start = max(0, column - DIFF_LINE_CHARS // 2)
+    window = lambda lines: "\n".join(_cut(x, start) for x in lines[first : line + DIFF_CONTEXT_LINES + 1])
+    return {"line": line + 1, "column": column + 1, "token": token, "window_line": first + 1,
+            "expected": window(exp), "got": window(out)}  # fmt: skip
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def _cut(line: str, start: int) -> str:
+    """``line`` from ``start``, ``DIFF_LINE_CHARS`` of it, with "..." where it was cut."""
+    part = line[start : start + DIFF_LINE_CHARS]
+    return ("..." if start > 0 else "") + part + ("..." if len(line) > start + DIFF_LINE_CHARS else "")

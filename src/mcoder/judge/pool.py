@@ -260,13 +260,13 @@ class Pool:
             raise
 
     @contextlib.contextmanager
-    def acquire(self):
-        """A free worker. One whose job stopped on an exception (in the judge's code or the
-        worker's) is in the middle of its protocol: it is replaced by a fresh process before it
-        goes back, never reused as it is."""
+    def acquire(self, timeout: float | None = None):
+        """A free worker (``queue.Empty`` when none is free within ``timeout`` seconds). One whose
+        job stopped on an exception (in the judge's code or the worker's) is in the middle of its
+        protocol: it is replaced by a fresh process before it goes back, never reused as it is."""
         if self.aborted:
             raise WorkerDied("the judge was interrupted")
-        w = self.free.get()
+        w = self.free.get(timeout=timeout)
         if not w.alive():  # ended after its last job's reply: the next candidate gets a fresh one
             self._replace(w)
         try:
@@ -283,10 +283,16 @@ class Pool:
         """Ctrl-C: no job starts any more, and the running ones end now (their workers killed)."""
         self.aborted = True
         for w in self.workers:
-            for proc in (w.proc, w.checker and w.checker.proc):
-                if proc is not None:
-                    with contextlib.suppress(OSError):
-                        proc.kill()
+            self.kill(w)
+
+    @staticmethod
+    def kill(w: Worker) -> None:
+        """End ``w``'s job now: its processes are killed (the job ends as WorkerDied, and the
+        worker starts afresh)."""
+        for proc in (w.proc, w.checker and w.checker.proc):
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
 
     @staticmethod
     def _replace(w: Worker) -> None:
