@@ -20,11 +20,18 @@ versions replace the method.
 
 Wall times depend on what else the machine runs: compare the two in the same run, not across runs.
 
-Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--workers 2] [--timeout 2] [--limit N]``.
+``--set leetcode``: the same versions of real problems with their real tests instead: the reference
+solutions of the rLLM LeetCode set (``../shared/data/rllm_leetcode_test.json``, 200 problems),
+each assert of its ``check()`` a call test (its keyword arguments put in the method's order), so
+that both evaluators run them; a problem whose asserts are not all plain literals is left out.
+
+Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--set examples|leetcode] [--workers 2]
+[--timeout 2] [--limit N] [--variants ...]``.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import math
@@ -38,7 +45,8 @@ from pathlib import Path
 
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
-from mcoder.records import Problem, Rollout, from_dict
+from mcoder.judge.harness import prelude
+from mcoder.records import Problem, Rollout, Test, from_dict
 
 if __package__:  # python -m benchmarks.judge_vs_lcb, or imported
     from benchmarks import common
@@ -76,15 +84,53 @@ def variant(code: str, kind: str, fn: str | None, name: str) -> str:
     return code + wrap.format(fn=fn, body=body)
 
 
-def records(limit: int, variants: list[str]) -> list[tuple[Problem, str, str]]:
-    """(problem, variant name, code) for the first ``limit`` problems of each example set."""
+def records(limit: int, variants: list[str], which: str = "examples") -> list[tuple[Problem, str, str]]:
+    """(problem, variant name, code) for the first ``limit`` problems of each example set (or of
+    the LeetCode set, ``which="leetcode"``)."""
+    if which == "leetcode":
+        problems = leetcode_problems(common.shared_data() / "rllm_leetcode_test.json")[:limit]
+    else:
+        problems = [
+            from_dict(Problem, json.loads(line))
+            for kind in ("stdin", "call")
+            for line in (common.PROBLEMS / f"{kind}.jsonl").read_text().splitlines()[:limit]
+        ]
     out = []
-    for kind in ("stdin", "call"):
-        path = common.PROBLEMS / f"{kind}.jsonl"
-        for line in path.read_text().splitlines()[:limit]:
-            p = from_dict(Problem, json.loads(line))
-            if p.reference_solutions and p.tests:
-                out += [(p, v, variant(p.reference_solutions[0], kind, p.fn_name, v)) for v in variants]
+    for p in problems:
+        if p.reference_solutions and p.tests:
+            kind = p.tests[0].kind
+            out += [(p, v, variant(p.reference_solutions[0], kind, p.fn_name, v)) for v in variants]
+    return out
+
+
+def leetcode_problems(path: Path) -> list[Problem]:
+    """The rLLM LeetCode set as call tests: each ``assert candidate(...) == value`` of a row's
+    ``check()`` a test, its arguments in the order of the reference's method; rows whose asserts
+    are not all plain literals (or whose every answer is None) are left out."""
+    if not path.exists():
+        sys.exit(f"{path}: not found (set MCODER_SHARED_DATA to the folder of the third-party sets)")
+    out = []
+    for i, row in enumerate(json.loads(path.read_text())):
+        try:
+            tree = ast.parse(row["tests"]["functional"])
+            fn = tree.body[-1].value.args[0].attr  # check(Solution().NAME)
+            method = next(f for c in ast.parse(row["solutions"]).body if isinstance(c, ast.ClassDef) and c.name == "Solution"
+                          for f in c.body if isinstance(f, ast.FunctionDef) and f.name == fn)  # fmt: skip
+            params = [a.arg for a in method.args.args[1:]]
+            check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+            tests = []
+            for st in check.body:
+                call, (expected,) = st.test.left, st.test.comparators
+                if call.func.id != "candidate" or not isinstance(st.test.ops[0], ast.Eq):
+                    raise ValueError("not a plain assert")
+                kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+                args = [ast.literal_eval(a) for a in call.args] + [kw[n] for n in params[len(call.args):]]
+                tests.append(Test("\n".join(json.dumps(a) for a in args), json.dumps(ast.literal_eval(expected)), "call"))
+        except (SyntaxError, ValueError, AttributeError, IndexError, KeyError, StopIteration, TypeError):
+            continue
+        if tests and any(t.output != "null" for t in tests):
+            out.append(Problem(id=f"leetcode-{i}", source="rllm", question="", tests=tests, fn_name=fn,
+                               reference_solutions=[row["solutions"]], platform="leetcode"))  # fmt: skip
     return out
 
 
@@ -174,6 +220,7 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
         os.dup2(devnull, 2)
         sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
         scope: dict = {}
+        names = prelude() if is_call(p) else {}  # LeetCode's names (typing's List...), made before the clock starts
         for n, i in enumerate(tests):
             t0 = time.process_time()
             cap = math.ceil(t0) + math.ceil(timeout)  # this test's limit, on the process's CPU clock
@@ -181,7 +228,7 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
             try:
                 if not is_call(p) or n == 0:
                     sys.stdin = io.TextIOWrapper(io.BytesIO(p.tests[i].input.encode() if not is_call(p) else b""))
-                    scope = {"__name__": "__main__"}
+                    scope = {**names, "__name__": "__main__"}
                     exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
                 if is_call(p):  # a function, or a method of class Solution (LeetCode's form)
                     fn = getattr(scope["Solution"](), p.fn_name) if "Solution" in scope else scope[p.fn_name]
@@ -213,11 +260,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")
     ap.add_argument("--limit", type=int, default=1000, help="problems per example set")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which versions of each reference")
+    ap.add_argument("--set", default="examples", choices=("examples", "leetcode"), help="whose references and tests")
     args = ap.parse_args()
     if not (args.lcb / "lcb_runner" / "evaluation").is_dir():
         sys.exit(f"--lcb {args.lcb}: no lcb_runner/evaluation there (give the folder of LiveCodeBench's repository)")
     variants = [v for v in args.variants.split(",") if v in VARIANTS]
-    recs = records(args.limit, variants)
+    recs = records(args.limit, variants, args.set)
     tests = sum(len(p.tests) for p, _, _ in recs)
     print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
     t_lcb, lcb_passed = run_lcb(recs, args.workers, args.timeout, args.lcb)

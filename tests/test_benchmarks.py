@@ -284,3 +284,24 @@ def test_the_gpu_check_without_vllm_passes_its_smoke_run(tmp_path):
     assert "loop step, hf engine" in report and "failed" not in report, report
     record = json.loads((out / "gpu_bench.json").read_text())
     assert record["loop_exit"] == 0 and "error" not in record["sample"]
+
+
+def test_the_judge_vs_lcb_leetcode_set_makes_call_tests_in_the_methods_order(tmp_path):
+    """The real LeetCode set's asserts call the method with keyword arguments in any order; both
+    evaluators take a call test's arguments by position, so they are put in the method's order,
+    and a row whose asserts are not all plain literals is left out. The floor runs a LeetCode
+    program with the names LeetCode provides (``List``), as both evaluators do."""
+    from benchmarks import judge_vs_lcb
+
+    solution = "class Solution:\n    def f(self, nums: List[int], k: int) -> int:\n        return sum(nums) * k\n"
+    rows = [
+        {"solutions": solution, "tests": {"functional": "def check(candidate):\n    assert candidate(k = 2, nums = [1, 2]) == 6\n"
+                                                        "    assert candidate(nums = [5], k = 0) == 0\n\ncheck(Solution().f)\n"}},
+        {"solutions": solution, "tests": {"functional": "def check(candidate):\n    assert candidate(nums = list_node([1]), k = 1) == 1\n"
+                                                        "\ncheck(Solution().f)\n"}},
+    ]  # fmt: skip
+    path = tmp_path / "leetcode.json"
+    path.write_text(json.dumps(rows))
+    (p,) = judge_vs_lcb.leetcode_problems(path)
+    assert p.fn_name == "f" and [(t.input, t.output) for t in p.tests] == [("[1, 2]\n2", "6"), ("[5]\n0", "0")]
+    assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(solution, "call", "f", "slow"), [0, 1], 2.0) > 0.25
