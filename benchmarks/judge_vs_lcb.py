@@ -221,10 +221,11 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
         sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
         scope: dict = {}
         names = prelude() if is_call(p) else {}  # LeetCode's names (typing's List...), made before the clock starts
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]  # kept: raising it back needs CAP_SYS_RESOURCE
         for n, i in enumerate(tests):
             t0 = time.process_time()
             cap = math.ceil(t0) + math.ceil(timeout)  # this test's limit, on the process's CPU clock
-            resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
+            resource.setrlimit(resource.RLIMIT_CPU, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
             try:
                 if not is_call(p) or n == 0:
                     sys.stdin = io.TextIOWrapper(io.BytesIO(p.tests[i].input.encode() if not is_call(p) else b""))

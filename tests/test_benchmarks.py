@@ -305,3 +305,16 @@ def test_the_judge_vs_lcb_leetcode_set_makes_call_tests_in_the_methods_order(tmp
     (p,) = judge_vs_lcb.leetcode_problems(path)
     assert p.fn_name == "f" and [(t.input, t.output) for t in p.tests] == [("[1, 2]\n2", "6"), ("[5]\n0", "0")]
     assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(solution, "call", "f", "slow"), [0, 1], 2.0) > 0.25
+
+
+def test_the_judge_vs_lcb_floor_counts_every_test_of_a_long_stdin_record():
+    """Each test lowered the CPU limit's hard value to its own and the next raised it again, which
+    root without CAP_SYS_RESOURCE (this machine's) may not: the floor's process died at the fifth
+    test of a slow record, and every test after counted the whole limit (5.2 s for 6 x 0.3 s)."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.records import Problem, Test
+
+    p = Problem(id="s", source="t", question="q", tests=[Test(input="1\n", output="1\n")] * 8)
+    floor = judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant("print(input())\n", "stdin", None, "slow"), list(range(8)), 2.0)
+    assert 2.2 < floor < 3.6, floor  # 8 x 0.3 s
