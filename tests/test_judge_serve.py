@@ -250,8 +250,8 @@ def test_busy_at_once_size_and_token_limits_and_sigterm_lets_work_in_flight_fini
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
-    """A service with a token and a request bound of 6 s, one worker."""
-    s = start(tmp_path_factory.mktemp("guarded"), "-w", "1", "--timeout-s", "1", "--request-wall-s", "6",
+    """A service with a token and a request bound of 8 s, one worker."""
+    s = start(tmp_path_factory.mktemp("guarded"), "-w", "1", "--timeout-s", "1", "--request-wall-s", "8",
               env={"MCODER_JUDGE_TOKEN": "s3cret"})  # fmt: skip
     yield s
     assert s.stop() == 0  # SIGTERM: a clean stop exits 0 (it died by the signal: -15)
@@ -268,7 +268,7 @@ def test_the_token_is_taken_as_a_bearer_token_only_and_health_shows_little_witho
     public = httpx.get(f"{guarded.url}/health").json()
     assert set(public) == {"status", "api", "capacity"}  # no settings, no load
     full = httpx.get(f"{guarded.url}/health", headers=AUTH).json()
-    assert full["request_wall_s"] == 6.0 and full["settings"]["timeout_s"] == 1.0 and "in_flight" in full
+    assert full["request_wall_s"] == 8.0 and full["settings"]["timeout_s"] == 1.0 and "in_flight" in full
 
 
 def _sleepers(n: int, tests: int = 4) -> tuple[Problem, list[str]]:
@@ -280,26 +280,27 @@ def _sleepers(n: int, tests: int = 4) -> tuple[Problem, list[str]]:
 
 
 def test_a_request_is_answered_within_the_bound_the_service_publishes(guarded):
-    """Three rollouts of ~3.6 s each on one worker take ~11 s; the service answers within its
-    6 s bound, what it did not judge by then as time limits, and the client waits that long
+    """Four rollouts of ~3.6 s each on one worker take ~14 s; the service answers within its
+    8 s bound, what it did not judge by then as time limits, and the client waits that long
     (plus a margin), never the 600 s it waited before whatever the service's bound."""
     from mcoder.integrations.remote import REQUEST_MARGIN_S
 
-    p, completions = _sleepers(3)
+    p, completions = _sleepers(4)
     rollouts = [Rollout(id=f"r{i}", problem_id=p.id, completion=c) for i, c in enumerate(completions)]
     with RemoteJudge([guarded.url], token="s3cret") as remote:
-        assert remote.timeouts[guarded.url] == 6.0 + REQUEST_MARGIN_S
+        assert remote.timeouts[guarded.url] == 8.0 + REQUEST_MARGIN_S
         t0 = time.monotonic()
         verdicts = remote.judge({p.id: p}, rollouts)
         took = time.monotonic() - t0
-    assert took < 9, took
-    assert [v.status for v in verdicts] == ["accepted", "time_limit", "time_limit"]
-    assert all("wall-time budget" in v.first_failure["detail"] for v in verdicts[1:])
+    assert took < 11, took
+    assert verdicts[0].status == "accepted" and verdicts[-1].status == "time_limit"
+    cut = [v for v in verdicts if not v.passed]
+    assert cut and all(v.status == "time_limit" and "wall-time budget" in v.first_failure["detail"] for v in cut)
 
 
 def test_a_request_whose_client_went_away_is_dropped(guarded):
     """The client gives up after 1 s; the service used to judge the whole request all the same
-    (~11 s of its only worker), so the next request waited for it."""
+    (~11 s of its only worker, 8 s with the request bound), so the next request waited for it."""
     p, completions = _sleepers(3)
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(f"{guarded.url}/judge", json={"problem": to_dict(p), "completions": completions},
@@ -307,7 +308,7 @@ def test_a_request_whose_client_went_away_is_dropped(guarded):
     gone = time.monotonic()
     while httpx.get(f"{guarded.url}/health", headers=AUTH).json()["in_flight"] and time.monotonic() - gone < 10:
         time.sleep(0.05)
-    assert time.monotonic() - gone < 2.5
+    assert time.monotonic() - gone < 4
     t0 = time.monotonic()
     res = httpx.post(f"{guarded.url}/run_code", json={"code": "print(7)", "language": "python"}, headers=AUTH)
     assert res.json()["run_result"]["stdout"] == "7\n" and time.monotonic() - t0 < 3

@@ -46,8 +46,8 @@ from mcoder.errors import DataError, McoderError, UsageError
 from mcoder.integrations.columns import load_problems, record
 from mcoder.jsonl import dumps
 from mcoder.judge.config import JudgeConfig
+from mcoder.judge.harness import STDERR_TAIL
 from mcoder.judge.stage import NOT_SETTINGS
-from mcoder.judge.worker import STDERR_TAIL
 from mcoder.records import Problem, Rollout
 
 API_VERSION = 1
@@ -196,8 +196,6 @@ def _return_code(status: str, detail: str) -> int:
         return int(m.group(1))
     m = re.fullmatch(r"killed by (SIG\w+)", detail)
     if m:
-        import signal
-
         sig = getattr(signal, m.group(1), None)
         return -int(sig) if sig is not None else -9
     return -9 if status == "memory_limit" else 1

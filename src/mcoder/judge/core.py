@@ -522,7 +522,8 @@ class _Grader:
                 "stderr": (res.get("stderr") or "")[-SHOWN_CHARS:],
                 "detail": res.get("detail"),
             }
-            diff = first_difference(test.output, got) if status == "wrong_answer" and isinstance(got, str) else None
+            text = status == "wrong_answer" and test.kind == "stdin" and isinstance(got, str)
+            diff = first_difference(test.output, got) if text else None  # (a value's repr is not its JSON)
             if diff is not None:
                 self.first_failure["diff"] = diff
         if self.cfg.early_exit:
@@ -796,8 +797,9 @@ def first_difference(expected: str, got: str) -> dict[str, Any] | None:
     blank lines at the end, do not count): its ``line`` and ``column`` (from 1), the ``token`` (the
     whitespace-separated word, from 0) it falls in, and a window of each around it: ``window_line``
     (the number of the window's first line), ``expected`` and ``got`` (those lines, each cut to
-    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read."""
-    exp, out = _lines(expected), _lines(got)
+    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read. Only as much of
+    ``got`` is read as can hold the first difference (an output of megabytes is not split whole)."""
+    exp, out = _lines(expected), _lines(got[: len(expected) + 4 * DIFF_LINE_CHARS])
     line = next((i for i, (a, b) in enumerate(zip(exp, out)) if a.rstrip() != b.rstrip()), min(len(exp), len(out)))
     if line == len(exp) == len(out):
         return None

@@ -44,6 +44,7 @@ CANDIDATE_ENV = {
     "PYTHONHASHSEED": "0",  # the workers' own (pool.CANDIDATE_HASH_SEED), for a Python the program starts
 }
 EXIT_MEMORY = 86  # the process ran out of memory before it could report
+STDERR_TAIL = 2000  # characters of a test's stderr the worker keeps (its end)
 # The detail of a test stopped, or never started, because its rollout's wall budget was spent
 # (``JudgeConfig.rollout_wall_s``, or what is left of a request's): set by the worker and the
 # judge only, and read with the status time_limit (a program's own exception is runtime_error).

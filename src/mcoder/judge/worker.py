@@ -63,7 +63,7 @@ PREIMPORTS = [
 ]
 
 EXIT_SETUP = 71  # the child could not enter the sandbox (a fault of the judge or the host)
-STDERR_TAIL = 2000
+STDERR_TAIL = harness.STDERR_TAIL
 STDOUT_SHOWN = 2000  # of a failed test's output, sent back for first_failure
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
