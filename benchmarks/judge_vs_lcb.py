@@ -24,8 +24,12 @@ Wall times depend on what else the machine runs: compare the two in the same run
 solutions of the rLLM LeetCode set (``../shared/data/rllm_leetcode_test.json``, 200 problems),
 each assert of its ``check()`` a call test (its keyword arguments put in the method's order), so
 that both evaluators run them; a problem whose asserts are not all plain literals is left out.
+``--set codecontests``: four CodeContests problems of SandboxFusion's sample
+(``../shared/data/sandboxfusion_code_contests.jsonl``, as mcoder's dataset adapter reads it) with
+their whole test sets (96 to 143 stdin tests each), solved by programs written for this benchmark
+(``CODECONTESTS``): the regime of many tests per record.
 
-Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--set examples|leetcode] [--workers 2]
+Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--set examples|leetcode|codecontests] [--workers 2]
 [--timeout 2] [--limit N] [--variants ...]``.
 """
 
@@ -89,6 +93,8 @@ def records(limit: int, variants: list[str], which: str = "examples") -> list[tu
     the LeetCode set, ``which="leetcode"``)."""
     if which == "leetcode":
         problems = leetcode_problems(common.shared_data() / "rllm_leetcode_test.json")[:limit]
+    elif which == "codecontests":
+        problems = codecontests_problems(common.shared_data() / "sandboxfusion_code_contests.jsonl")[:limit]
     else:
         problems = [
             from_dict(Problem, json.loads(line))
@@ -131,6 +137,89 @@ def leetcode_problems(path: Path) -> list[Problem]:
         if tests and any(t.output != "null" for t in tests):
             out.append(Problem(id=f"leetcode-{i}", source="rllm", question="", tests=tests, fn_name=fn,
                                reference_solutions=[row["solutions"]], platform="leetcode"))  # fmt: skip
+    return out
+
+
+# Solutions of CodeContests problems of the shared sample (by the problem's id there), written for
+# this benchmark: the sample holds the problems and their tests, not solutions.
+CODECONTESTS = {
+    "1000_A. Codehorses T-shirts": """\
+import sys
+from collections import Counter
+data = sys.stdin.read().split()
+n = int(data[0])
+left = Counter(data[1:1 + n])
+changes = 0
+for size in data[1 + n:1 + 2 * n]:
+    if left[size] > 0:
+        left[size] -= 1
+    else:
+        changes += 1
+print(changes)
+""",
+    "12_B. Correct Solution?": """\
+n, m = input().strip(), input().strip()
+digits = sorted(n)
+if len(digits) > 1 and digits[0] == "0":
+    first = next(i for i, d in enumerate(digits) if d != "0")
+    digits[0], digits[first] = digits[first], digits[0]
+print("OK" if "".join(digits) == m else "WRONG_ANSWER")
+""",
+    "1238_B. Kill 'Em All": """\
+import sys
+data = sys.stdin.buffer.read().split()
+q, pos, out = int(data[0]), 1, []
+for _ in range(q):
+    n, r = int(data[pos]), int(data[pos + 1])
+    xs = sorted(set(map(int, data[pos + 2:pos + 2 + n])), reverse=True)
+    pos += 2 + n
+    shots = 0
+    for x in xs:
+        if x - shots * r <= 0:
+            break
+        shots += 1
+    out.append(shots)
+print("\\n".join(map(str, out)))
+""",
+    "1198_A. MP3": """\
+import sys
+data = sys.stdin.buffer.read().split()
+n, size = int(data[0]), int(data[1])
+values = sorted(map(int, data[2:2 + n]))
+keep = 1 << min(8 * size // n, 30)
+counts = []
+for i, x in enumerate(values):
+    if i and values[i - 1] == x:
+        counts[-1] += 1
+    else:
+        counts.append(1)
+if keep >= len(counts):
+    print(0)
+else:
+    window = best = sum(counts[:keep])
+    for i in range(keep, len(counts)):
+        window += counts[i] - counts[i - keep]
+        best = max(best, window)
+    print(n - best)
+""",
+}
+
+
+def codecontests_problems(path: Path) -> list[Problem]:
+    """The problems of ``CODECONTESTS`` from SandboxFusion's CodeContests sample, as mcoder's
+    dataset adapter reads them, each with its solution."""
+    from mcoder.dataset.collect.sources import expand
+    from mcoder.dataset.process.adapters import detect
+
+    if not path.exists():
+        sys.exit(f"{path}: not found (set MCODER_SHARED_DATA to the folder of the third-party sets)")
+    (source,), _ = expand([str(path)])
+    out = []
+    for ref, row in source.rows():
+        p = detect(row).convert(row, ref)
+        if p.id in CODECONTESTS:
+            p.reference_solutions = [CODECONTESTS[p.id]]
+            out.append(p)
     return out
 
 
@@ -261,7 +350,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")
     ap.add_argument("--limit", type=int, default=1000, help="problems per example set")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which versions of each reference")
-    ap.add_argument("--set", default="examples", choices=("examples", "leetcode"), help="whose references and tests")
+    ap.add_argument("--set", default="examples", choices=("examples", "leetcode", "codecontests"), help="whose references and tests")
     args = ap.parse_args()
     if not (args.lcb / "lcb_runner" / "evaluation").is_dir():
         sys.exit(f"--lcb {args.lcb}: no lcb_runner/evaluation there (give the folder of LiveCodeBench's repository)")

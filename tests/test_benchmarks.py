@@ -318,3 +318,26 @@ def test_the_judge_vs_lcb_floor_counts_every_test_of_a_long_stdin_record():
     p = Problem(id="s", source="t", question="q", tests=[Test(input="1\n", output="1\n")] * 8)
     floor = judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant("print(input())\n", "stdin", None, "slow"), list(range(8)), 2.0)
     assert 2.2 < floor < 3.6, floor  # 8 x 0.3 s
+
+
+def test_the_judge_vs_lcb_codecontests_solutions_pass_their_real_tests(shared_data):
+    """The benchmark's many-test set: each program written for it passes all of its problem's tests
+    (96 to 143) in mcoder's judge, so its 'correct' version is correct."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge import sandbox
+    from mcoder.judge.config import JudgeConfig
+    from mcoder.judge.core import Judge
+    from mcoder.records import Rollout
+
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox here: {e.message}")
+    problems = judge_vs_lcb.codecontests_problems(shared_data / "sandboxfusion_code_contests.jsonl")
+    assert len(problems) == len(judge_vs_lcb.CODECONTESTS) and all(len(p.tests) >= 90 for p in problems)
+    rollouts = [Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}```") for p in problems]
+    with Judge(JudgeConfig(workers=1, timeout_s=5.0)) as judge:
+        verdicts = judge.judge({p.id: p for p in problems}, rollouts)
+    assert all(v.status == "accepted" for v in verdicts), [(v.rollout_id, v.first_failure) for v in verdicts if not v.passed]
