@@ -230,19 +230,28 @@ def is_call(p: Problem) -> bool:
 # ---------------------------------------------------------------- mcoder
 
 
-def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int]]:
-    """Wall time, passed per record, and tests run per record (up to the first failure)."""
+def cpu_s() -> float:
+    """CPU seconds of this process and of every child it has reaped (and theirs)."""
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int], float]:
+    """Wall time, passed per record, tests run per record (up to the first failure), and the CPU
+    seconds of the judge and everything under it (workers, candidates), its start and stop included."""
     problems = {p.id: p for p, _, _ in recs}
     rollouts = [
         Rollout(id=f"r{i}", problem_id=p.id, completion=f"```python\n{code}\n```") for i, (p, _, code) in enumerate(recs)
     ]
     cfg = JudgeConfig(workers=workers, timeout_s=timeout, cache=False)
+    c0 = cpu_s()
     with Judge(cfg) as judge:
         t0 = time.perf_counter()
         verdicts = judge.judge(problems, rollouts)
         wall = time.perf_counter() - t0
+    cpu = cpu_s() - c0  # the workers (and the candidates they reaped) are reaped once the judge closes
     ran = [v.tests_total if v.passed else v.tests_passed + 1 for v in verdicts]
-    return wall, [v.passed for v in verdicts], ran
+    return wall, [v.passed for v in verdicts], ran, cpu
 
 
 # ---------------------------------------------------------------- LiveCodeBench's evaluator
@@ -268,7 +277,7 @@ def lcb_sample(p: Problem) -> dict:
     return {"input_output": json.dumps(io_)}
 
 
-def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[bool]]:
+def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[bool], float]:
     data = {
         "samples": [lcb_sample(p) for p, _, _ in recs],
         "generations": [[code] for _, _, code in recs],
@@ -280,16 +289,18 @@ def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[
     try:
         # lcb_runner is imported from the --lcb folder, put on the child's PYTHONPATH
         path = os.pathsep.join(x for x in (str(lcb), os.environ.get("PYTHONPATH", "")) if x)
+        c0 = cpu_s()
         r = subprocess.run(
             [sys.executable, "-c", LCB_RUNNER, f.name], capture_output=True, text=True, check=False,
             env={**os.environ, "PYTHONPATH": path},
         )  # fmt: skip
+        cpu = cpu_s() - c0  # its process, its pool and its per-record processes (it reaps them), its start included
     finally:
         os.unlink(f.name)
     if r.returncode != 0:
         sys.exit(f"LiveCodeBench's evaluator failed:\n{r.stderr[-3000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    return out["wall"], out["passed"]
+    return out["wall"], out["passed"], cpu
 
 
 # ---------------------------------------------------------------- the floor
@@ -358,13 +369,19 @@ def main() -> None:
     recs = records(args.limit, variants, args.set)
     tests = sum(len(p.tests) for p, _, _ in recs)
     print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
-    t_lcb, lcb_passed = run_lcb(recs, args.workers, args.timeout, args.lcb)
-    t_mc, mc_passed, ran = run_mcoder(recs, args.workers, args.timeout)
+    load = os.getloadavg()[0]
+    t_lcb, lcb_passed, cpu_lcb = run_lcb(recs, args.workers, args.timeout, args.lcb)
+    t_mc, mc_passed, ran, cpu_mc = run_mcoder(recs, args.workers, args.timeout)
     floors = floor_s(recs, ran, args.workers, args.timeout)
     floor = sum(floors.values())
     print(f"LiveCodeBench: {t_lcb:.1f} s   mcoder: {t_mc:.1f} s   LiveCodeBench/mcoder: {t_lcb / t_mc:.2f}x")
     print(f"floor (programs' own CPU time / workers): {floor:.1f} s   floor/mcoder: {floor / t_mc:.2f}")
     print("  by version: " + ", ".join(f"{k} {v:.1f} s" for k, v in floors.items()))
+    # CPU time depends on load far less than wall time: what each evaluator spent beyond the programs
+    own, n = floor * args.workers, sum(ran)
+    print(f"CPU: LiveCodeBench {cpu_lcb:.1f} s, mcoder {cpu_mc:.1f} s, the programs' own {own:.1f} s; outside "
+          f"the programs, per test run ({n}): LiveCodeBench {1000 * (cpu_lcb - own) / n:.2f} ms, "
+          f"mcoder {1000 * (cpu_mc - own) / n:.2f} ms (load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end)")  # fmt: skip
     differ = [(p.id, name, a, b) for (p, name, _), a, b in zip(recs, mc_passed, lcb_passed) if a != b]
     print(f"accepted: mcoder {sum(mc_passed)}, LiveCodeBench {sum(lcb_passed)}; verdicts that differ: {len(differ)}")
     for pid, name, a, b in differ:

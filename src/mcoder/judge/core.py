@@ -140,7 +140,8 @@ class Judge:
         with self._running_lock:
             workers = [w for w, e in self._running.values() if e is event]
             for w in workers:  # under the lock: a worker still here runs this call's job
-                self.pool.kill(w)
+                if self.pool is not None:
+                    self.pool.kill(w)
 
     def judge(
         self,
@@ -330,11 +331,12 @@ class Judge:
                 with self._running_lock:
                     self._running[id(worker)] = (worker, cancel)
                 try:
-                    if cancel is not None and cancel.is_set():
-                        raise queue.Empty
                     # a worker that holds a library this problem's profile does not show starts afresh
                     worker.fit_imports(allowed, preimport)
                     for kind, indexes, payload in prep.groups:
+                        if cancel is not None and cancel.is_set():  # (the worker is not replaced for it)
+                            grader.budget_spent(indexes[0])
+                            break
                         if budget_end is not None and time.monotonic() >= budget_end:
                             grader.budget_spent(indexes[0])
                             break
