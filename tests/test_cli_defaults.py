@@ -33,7 +33,7 @@ HAND_WRITTEN: dict[str, set[str]] = {
     "dataset difficulty calibrate": {"scores", "out", "overwrite", "quiet", "help_"},
     "dataset difficulty select": {"problems", "scores", "calibration", "out", "overwrite", "quiet", "help_"},
     "rollout": {"problems", "model", "out", "adapter", "limit", "overwrite", "quiet", "help_"},
-    "judge": {"out", "problems", "rollouts", "merge", "parts", "shard", "overwrite", "quiet", "help_"},
+    "judge": {"out", "problems", "rollouts", "merge", "parts", "shard", "explain", "overwrite", "quiet", "help_"},
     "judge serve": {"quiet"},
     "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet"},
     "loop": {"model", "problems", "run_dir", "config", "set", "quiet"},

@@ -20,7 +20,9 @@ until then: it is never run a second time.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
+import itertools
 import json
 import marshal
 import os
@@ -792,6 +794,7 @@ def _shown(text: str) -> str:
 
 DIFF_CONTEXT_LINES = 2  # lines of expected and got shown before and after the first difference
 DIFF_LINE_CHARS = 120  # of each shown line, around the first differing column
+DIFF_MAX_LINES = 10_000  # lines of expected and got read for their first difference
 
 
 def first_difference(expected: str, got: str) -> dict[str, Any] | None:
@@ -799,30 +802,57 @@ def first_difference(expected: str, got: str) -> dict[str, Any] | None:
     blank lines at the end, do not count): its ``line`` and ``column`` (from 1), the ``token`` (the
     whitespace-separated word, from 0) it falls in, and a window of each around it: ``window_line``
     (the number of the window's first line), ``expected`` and ``got`` (those lines, each cut to
-    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read. Only as much of
-    ``got`` is read as can hold the first difference (an output of megabytes is not split whole)."""
-    exp, out = _lines(expected), _lines(got[: len(expected) + 4 * DIFF_LINE_CHARS])
-    line = next((i for i, (a, b) in enumerate(zip(exp, out)) if a.rstrip() != b.rstrip()), min(len(exp), len(out)))
-    if line == len(exp) == len(out):
+    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read, or not within
+    their first ``DIFF_MAX_LINES`` lines (not looked for further: the judge's comparison is what
+    decides, this only shows a person where). Read a line at a time: a comparison of megabytes of
+    output holds a few lines, never a list of them."""
+    exp, out = _lines(expected), _lines(got)
+    before: collections.deque = collections.deque(maxlen=DIFF_CONTEXT_LINES)
+    start = 0  # where the expected line starts in ``expected``
+    for line, (raw, b) in enumerate(itertools.islice(itertools.zip_longest(exp, out), DIFF_MAX_LINES)):
+        a, b = (raw or "").rstrip(), (b or "").rstrip()
+        if a != b:
+            break
+        before.append((a, b))
+        start += len(raw) + 1 if raw is not None else 0
+    else:
         return None
-    a = exp[line].rstrip() if line < len(exp) else ""
-    b = out[line].rstrip() if line < len(out) else ""
+    tokens = _count_tokens(expected, min(start, len(expected)))
     column = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     head = a[:column]
     inside = bool(head) and not head[-1].isspace()  # the difference falls in a word begun before it
-    token = sum(len(x.split()) for x in exp[:line]) + len(head.split()) - inside
-    first = max(0, line - DIFF_CONTEXT_LINES)
+    after = list(itertools.islice(itertools.zip_longest(exp, out, fillvalue=""), DIFF_CONTEXT_LINES))
+    rows = [*before, (a, b), *after]
     start = max(0, column - DIFF_LINE_CHARS // 2)
-    window = lambda lines: "\n".join(_cut(x, start) for x in lines[first : line + DIFF_CONTEXT_LINES + 1])
-    return {"line": line + 1, "column": column + 1, "token": token, "window_line": first + 1,
-            "expected": window(exp), "got": window(out)}  # fmt: skip
+    window = lambda k: "\n".join(_cut(r[k], start) for r in rows).rstrip("\n")
+    return {"line": line + 1, "column": column + 1, "token": tokens + len(head.split()) - inside,
+            "window_line": line + 1 - len(before), "expected": window(0), "got": window(1)}  # fmt: skip
 
 
-def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
+def _lines(text: str):
+    """The lines of ``text`` one at a time (without their line feeds), none held."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            if start < len(text):
+                yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _count_tokens(text: str, end: int, chunk: int = 1 << 16) -> int:
+    """The whitespace-separated words of ``text[:end]``, counted a chunk at a time (each chunk
+    cut after a blank, so no word is counted twice)."""
+    count, start = 0, 0
+    while start < end:
+        stop = min(end, start + chunk)
+        while stop < end and not text[stop - 1].isspace():
+            stop += 1
+        count += len(text[start:stop].split())
+        start = stop
+    return count
 
 
 def _cut(line: str, start: int) -> str:
