@@ -48,10 +48,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from mcoder.integrations.serve import fenced
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
-from mcoder.records import Problem, Rollout, Test, from_dict, to_dict
+from mcoder.records import Problem, Rollout, from_dict, to_dict
 
 if __package__:  # python -m benchmarks.judge_serve, or imported
     from benchmarks import common
@@ -113,13 +112,13 @@ def _rollouts(work) -> tuple[dict[str, Problem], list[Rollout]]:
 
 
 def in_process_small(cfg: JudgeConfig, n: int) -> list[float]:
-    """Seconds per one-line program judged alone in process (what a /run_code request runs)."""
-    p = Problem(id="one", source="bench", question="", tests=[Test("", "never printed")])
+    """Seconds per one-line program run alone in process (``Judge.run_code``, what a /run_code
+    request runs)."""
     with Judge(cfg) as judge:
         lat = []
         for i in range(n + 5):
             t = time.perf_counter()
-            judge.judge({p.id: p}, [Rollout(id="r", problem_id=p.id, completion=fenced(f"print({i} * 2)"))])
+            judge.run_code(f"print({i} * 2)")
             lat.append(time.perf_counter() - t)
         return lat[5:]  # after a warm-up
 

@@ -19,7 +19,14 @@ processes), less the same for a judge that starts and stops with nothing to do, 
 time of ``exec``, per record (a busy machine still makes each instruction and page copy dearer).
 ``flt/rec`` counts the minor page faults the same way: most of what a forked candidate costs is
 the pages it copies, and that count does not vary with load.
-Usage: ``python benchmarks/judge_speed.py [--workers 1,2] [--limit N] [--sets a,b] [--skip-bare]``.
+``--fork-floor`` prints instead what a process per test costs at the least in this interpreter, on
+this machine: the CPU time and page faults of forking a process that holds what a judge worker
+holds (its modules imported, frozen for the garbage collector) and of the child's exit, as a plain
+``os.fork`` and as the judge's clone into fresh PID and IPC namespaces, nothing run in between.
+No judge that starts each test in a process of its own can spend less per test.
+
+Usage: ``python benchmarks/judge_speed.py [--workers 1,2] [--limit N] [--sets a,b] [--skip-bare]
+[--fork-floor]``.
 """
 
 from __future__ import annotations
@@ -234,13 +241,50 @@ def _judge(problems: list[Problem], workers: int) -> tuple[float, int]:
     return elapsed, sum(v.passed for v in verdicts)
 
 
+FORK_FLOOR = """\
+import gc, os, resource, sys
+from mcoder.judge import sandbox, worker
+for name in worker.PREIMPORTS:
+    __import__(name)
+gc.collect()
+gc.freeze()
+def used():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, own.ru_minflt + kids.ru_minflt
+n = int(sys.argv[1])
+with open("/proc/self/status") as f:
+    rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+print(f"a process of {rss:.1f} MiB resident (a judge worker's modules) forks and its child exits at once, {n} times")
+for name, spawn in (("os.fork", os.fork), ("clone, new PID and IPC namespaces", sandbox.fork_into_namespaces)):
+    (c0, f0) = used()
+    for _ in range(n):
+        pid = spawn()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    (c1, f1) = used()
+    print(f"  {name:36} {1000 * (c1 - c0) / n:.2f} ms of CPU and {(f1 - f0) / n:.0f} page faults per process (parent and child)")
+"""
+
+
+def fork_floor(n: int = 500) -> None:
+    """The least a process per test costs here (see the module's docstring), measured in a fresh
+    interpreter that imports what a judge worker imports, and no more."""
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    subprocess.run([sys.executable, "-s", "-c", FORK_FLOOR, str(n)], check=True)
+
+
 def main() -> None:
     ap = common.parser(__doc__)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--limit", type=int, default=200, help="problems per set")
     ap.add_argument("--sets", default="", help="comma-separated set names (default: all)")
     ap.add_argument("--skip-bare", action="store_true", help="do not time the process-per-test floor")
+    ap.add_argument("--fork-floor", action="store_true", help="only the least a process per test costs here")
     args = ap.parse_args()
+    if args.fork_floor:
+        fork_floor()
+        return
     sets = load_sets(args.limit)
     if args.sets:
         sets = {k: v for k, v in sets.items() if k in args.sets.split(",")}

@@ -20,11 +20,22 @@ versions replace the method.
 
 Wall times depend on what else the machine runs: compare the two in the same run, not across runs.
 
-Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--workers 2] [--timeout 2] [--limit N]``.
+``--set leetcode``: the same versions of real problems with their real tests instead: the reference
+solutions of the rLLM LeetCode set (``../shared/data/rllm_leetcode_test.json``, 200 problems),
+each assert of its ``check()`` a call test (its keyword arguments put in the method's order), so
+that both evaluators run them; a problem whose asserts are not all plain literals is left out.
+``--set codecontests``: four CodeContests problems of SandboxFusion's sample
+(``../shared/data/sandboxfusion_code_contests.jsonl``, as mcoder's dataset adapter reads it) with
+their whole test sets (96 to 143 stdin tests each), solved by programs written for this benchmark
+(``CODECONTESTS``): the regime of many tests per record.
+
+Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--set examples|leetcode|codecontests] [--workers 2]
+[--timeout 2] [--limit N] [--variants ...]``.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import math
@@ -38,7 +49,8 @@ from pathlib import Path
 
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
-from mcoder.records import Problem, Rollout, from_dict
+from mcoder.judge.harness import prelude
+from mcoder.records import Problem, Rollout, Test, from_dict
 
 if __package__:  # python -m benchmarks.judge_vs_lcb, or imported
     from benchmarks import common
@@ -76,15 +88,138 @@ def variant(code: str, kind: str, fn: str | None, name: str) -> str:
     return code + wrap.format(fn=fn, body=body)
 
 
-def records(limit: int, variants: list[str]) -> list[tuple[Problem, str, str]]:
-    """(problem, variant name, code) for the first ``limit`` problems of each example set."""
+def records(limit: int, variants: list[str], which: str = "examples") -> list[tuple[Problem, str, str]]:
+    """(problem, variant name, code) for the first ``limit`` problems of each example set (or of
+    the LeetCode set, ``which="leetcode"``)."""
+    if which == "leetcode":
+        problems = leetcode_problems(common.shared_data() / "rllm_leetcode_test.json")[:limit]
+    elif which == "codecontests":
+        problems = codecontests_problems(common.shared_data() / "sandboxfusion_code_contests.jsonl")[:limit]
+    else:
+        problems = [
+            from_dict(Problem, json.loads(line))
+            for kind in ("stdin", "call")
+            for line in (common.PROBLEMS / f"{kind}.jsonl").read_text().splitlines()[:limit]
+        ]
     out = []
-    for kind in ("stdin", "call"):
-        path = common.PROBLEMS / f"{kind}.jsonl"
-        for line in path.read_text().splitlines()[:limit]:
-            p = from_dict(Problem, json.loads(line))
-            if p.reference_solutions and p.tests:
-                out += [(p, v, variant(p.reference_solutions[0], kind, p.fn_name, v)) for v in variants]
+    for p in problems:
+        if p.reference_solutions and p.tests:
+            kind = p.tests[0].kind
+            out += [(p, v, variant(p.reference_solutions[0], kind, p.fn_name, v)) for v in variants]
+    return out
+
+
+def leetcode_problems(path: Path) -> list[Problem]:
+    """The rLLM LeetCode set as call tests: each ``assert candidate(...) == value`` of a row's
+    ``check()`` a test, its arguments in the order of the reference's method; rows whose asserts
+    are not all plain literals (or whose every answer is None) are left out."""
+    if not path.exists():
+        sys.exit(f"{path}: not found (set MCODER_SHARED_DATA to the folder of the third-party sets)")
+    out = []
+    for i, row in enumerate(json.loads(path.read_text())):
+        try:
+            tree = ast.parse(row["tests"]["functional"])
+            fn = tree.body[-1].value.args[0].attr  # check(Solution().NAME)
+            method = next(f for c in ast.parse(row["solutions"]).body if isinstance(c, ast.ClassDef) and c.name == "Solution"
+                          for f in c.body if isinstance(f, ast.FunctionDef) and f.name == fn)  # fmt: skip
+            params = [a.arg for a in method.args.args[1:]]
+            check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+            tests = []
+            for st in check.body:
+                call, (expected,) = st.test.left, st.test.comparators
+                if call.func.id != "candidate" or not isinstance(st.test.ops[0], ast.Eq):
+                    raise ValueError("not a plain assert")
+                kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+                args = [ast.literal_eval(a) for a in call.args] + [kw[n] for n in params[len(call.args):]]
+                tests.append(Test("\n".join(json.dumps(a) for a in args), json.dumps(ast.literal_eval(expected)), "call"))
+        except (SyntaxError, ValueError, AttributeError, IndexError, KeyError, StopIteration, TypeError):
+            continue
+        if tests and any(t.output != "null" for t in tests):
+            out.append(Problem(id=f"leetcode-{i}", source="rllm", question="", tests=tests, fn_name=fn,
+                               reference_solutions=[row["solutions"]], platform="leetcode"))  # fmt: skip
+    return out
+
+
+# Solutions of CodeContests problems of the shared sample (by the problem's id there), written for
+# this benchmark: the sample holds the problems and their tests, not solutions.
+CODECONTESTS = {
+    "1000_A. Codehorses T-shirts": """\
+import sys
+from collections import Counter
+data = sys.stdin.read().split()
+n = int(data[0])
+left = Counter(data[1:1 + n])
+changes = 0
+for size in data[1 + n:1 + 2 * n]:
+    if left[size] > 0:
+        left[size] -= 1
+    else:
+        changes += 1
+print(changes)
+""",
+    "12_B. Correct Solution?": """\
+n, m = input().strip(), input().strip()
+digits = sorted(n)
+if len(digits) > 1 and digits[0] == "0":
+    first = next(i for i, d in enumerate(digits) if d != "0")
+    digits[0], digits[first] = digits[first], digits[0]
+print("OK" if "".join(digits) == m else "WRONG_ANSWER")
+""",
+    "1238_B. Kill 'Em All": """\
+import sys
+data = sys.stdin.buffer.read().split()
+q, pos, out = int(data[0]), 1, []
+for _ in range(q):
+    n, r = int(data[pos]), int(data[pos + 1])
+    xs = sorted(set(map(int, data[pos + 2:pos + 2 + n])), reverse=True)
+    pos += 2 + n
+    shots = 0
+    for x in xs:
+        if x - shots * r <= 0:
+            break
+        shots += 1
+    out.append(shots)
+print("\\n".join(map(str, out)))
+""",
+    "1198_A. MP3": """\
+import sys
+data = sys.stdin.buffer.read().split()
+n, size = int(data[0]), int(data[1])
+values = sorted(map(int, data[2:2 + n]))
+keep = 1 << min(8 * size // n, 30)
+counts = []
+for i, x in enumerate(values):
+    if i and values[i - 1] == x:
+        counts[-1] += 1
+    else:
+        counts.append(1)
+if keep >= len(counts):
+    print(0)
+else:
+    window = best = sum(counts[:keep])
+    for i in range(keep, len(counts)):
+        window += counts[i] - counts[i - keep]
+        best = max(best, window)
+    print(n - best)
+""",
+}
+
+
+def codecontests_problems(path: Path) -> list[Problem]:
+    """The problems of ``CODECONTESTS`` from SandboxFusion's CodeContests sample, as mcoder's
+    dataset adapter reads them, each with its solution."""
+    from mcoder.dataset.collect.sources import expand
+    from mcoder.dataset.process.adapters import detect
+
+    if not path.exists():
+        sys.exit(f"{path}: not found (set MCODER_SHARED_DATA to the folder of the third-party sets)")
+    (source,), _ = expand([str(path)])
+    out = []
+    for ref, row in source.rows():
+        p = detect(row).convert(row, ref)
+        if p.id in CODECONTESTS:
+            p.reference_solutions = [CODECONTESTS[p.id]]
+            out.append(p)
     return out
 
 
@@ -95,19 +230,28 @@ def is_call(p: Problem) -> bool:
 # ---------------------------------------------------------------- mcoder
 
 
-def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int]]:
-    """Wall time, passed per record, and tests run per record (up to the first failure)."""
+def cpu_s() -> float:
+    """CPU seconds of this process and of every child it has reaped (and theirs)."""
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int], float]:
+    """Wall time, passed per record, tests run per record (up to the first failure), and the CPU
+    seconds of the judge and everything under it (workers, candidates), its start and stop included."""
     problems = {p.id: p for p, _, _ in recs}
     rollouts = [
         Rollout(id=f"r{i}", problem_id=p.id, completion=f"```python\n{code}\n```") for i, (p, _, code) in enumerate(recs)
     ]
     cfg = JudgeConfig(workers=workers, timeout_s=timeout, cache=False)
+    c0 = cpu_s()
     with Judge(cfg) as judge:
         t0 = time.perf_counter()
         verdicts = judge.judge(problems, rollouts)
         wall = time.perf_counter() - t0
+    cpu = cpu_s() - c0  # the workers (and the candidates they reaped) are reaped once the judge closes
     ran = [v.tests_total if v.passed else v.tests_passed + 1 for v in verdicts]
-    return wall, [v.passed for v in verdicts], ran
+    return wall, [v.passed for v in verdicts], ran, cpu
 
 
 # ---------------------------------------------------------------- LiveCodeBench's evaluator
@@ -133,7 +277,7 @@ def lcb_sample(p: Problem) -> dict:
     return {"input_output": json.dumps(io_)}
 
 
-def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[bool]]:
+def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[bool], float]:
     data = {
         "samples": [lcb_sample(p) for p, _, _ in recs],
         "generations": [[code] for _, _, code in recs],
@@ -145,16 +289,18 @@ def run_lcb(recs, workers: int, timeout: float, lcb: Path) -> tuple[float, list[
     try:
         # lcb_runner is imported from the --lcb folder, put on the child's PYTHONPATH
         path = os.pathsep.join(x for x in (str(lcb), os.environ.get("PYTHONPATH", "")) if x)
+        c0 = cpu_s()
         r = subprocess.run(
             [sys.executable, "-c", LCB_RUNNER, f.name], capture_output=True, text=True, check=False,
             env={**os.environ, "PYTHONPATH": path},
         )  # fmt: skip
+        cpu = cpu_s() - c0  # its process, its pool and its per-record processes (it reaps them), its start included
     finally:
         os.unlink(f.name)
     if r.returncode != 0:
         sys.exit(f"LiveCodeBench's evaluator failed:\n{r.stderr[-3000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    return out["wall"], out["passed"]
+    return out["wall"], out["passed"], cpu
 
 
 # ---------------------------------------------------------------- the floor
@@ -174,14 +320,16 @@ def own_cpu_s(p: Problem, code: str, tests: list[int], timeout: float) -> float:
         os.dup2(devnull, 2)
         sys.stdout = open(1, "w")  # noqa: SIM115 - the forked child ends with os._exit
         scope: dict = {}
+        names = prelude() if is_call(p) else {}  # LeetCode's names (typing's List...), made before the clock starts
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]  # kept: raising it back needs CAP_SYS_RESOURCE
         for n, i in enumerate(tests):
             t0 = time.process_time()
             cap = math.ceil(t0) + math.ceil(timeout)  # this test's limit, on the process's CPU clock
-            resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
+            resource.setrlimit(resource.RLIMIT_CPU, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
             try:
                 if not is_call(p) or n == 0:
                     sys.stdin = io.TextIOWrapper(io.BytesIO(p.tests[i].input.encode() if not is_call(p) else b""))
-                    scope = {"__name__": "__main__"}
+                    scope = {**names, "__name__": "__main__"}
                     exec(compile(code, "main.py", "exec"), scope)  # noqa: S102 - the program, alone, as its floor
                 if is_call(p):  # a function, or a method of class Solution (LeetCode's form)
                     fn = getattr(scope["Solution"](), p.fn_name) if "Solution" in scope else scope[p.fn_name]
@@ -213,20 +361,27 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")
     ap.add_argument("--limit", type=int, default=1000, help="problems per example set")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which versions of each reference")
+    ap.add_argument("--set", default="examples", choices=("examples", "leetcode", "codecontests"), help="whose references and tests")
     args = ap.parse_args()
     if not (args.lcb / "lcb_runner" / "evaluation").is_dir():
         sys.exit(f"--lcb {args.lcb}: no lcb_runner/evaluation there (give the folder of LiveCodeBench's repository)")
     variants = [v for v in args.variants.split(",") if v in VARIANTS]
-    recs = records(args.limit, variants)
+    recs = records(args.limit, variants, args.set)
     tests = sum(len(p.tests) for p, _, _ in recs)
     print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
-    t_lcb, lcb_passed = run_lcb(recs, args.workers, args.timeout, args.lcb)
-    t_mc, mc_passed, ran = run_mcoder(recs, args.workers, args.timeout)
+    load = os.getloadavg()[0]
+    t_lcb, lcb_passed, cpu_lcb = run_lcb(recs, args.workers, args.timeout, args.lcb)
+    t_mc, mc_passed, ran, cpu_mc = run_mcoder(recs, args.workers, args.timeout)
     floors = floor_s(recs, ran, args.workers, args.timeout)
     floor = sum(floors.values())
     print(f"LiveCodeBench: {t_lcb:.1f} s   mcoder: {t_mc:.1f} s   LiveCodeBench/mcoder: {t_lcb / t_mc:.2f}x")
     print(f"floor (programs' own CPU time / workers): {floor:.1f} s   floor/mcoder: {floor / t_mc:.2f}")
     print("  by version: " + ", ".join(f"{k} {v:.1f} s" for k, v in floors.items()))
+    # CPU time depends on load far less than wall time: what each evaluator spent beyond the programs
+    own, n = floor * args.workers, sum(ran)
+    print(f"CPU: LiveCodeBench {cpu_lcb:.1f} s, mcoder {cpu_mc:.1f} s, the programs' own {own:.1f} s; outside "
+          f"the programs, per test run ({n}): LiveCodeBench {1000 * (cpu_lcb - own) / n:.2f} ms, "
+          f"mcoder {1000 * (cpu_mc - own) / n:.2f} ms (load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end)")  # fmt: skip
     differ = [(p.id, name, a, b) for (p, name, _), a, b in zip(recs, mc_passed, lcb_passed) if a != b]
     print(f"accepted: mcoder {sum(mc_passed)}, LiveCodeBench {sum(lcb_passed)}; verdicts that differ: {len(differ)}")
     for pid, name, a, b in differ:

@@ -284,3 +284,60 @@ def test_the_gpu_check_without_vllm_passes_its_smoke_run(tmp_path):
     assert "loop step, hf engine" in report and "failed" not in report, report
     record = json.loads((out / "gpu_bench.json").read_text())
     assert record["loop_exit"] == 0 and "error" not in record["sample"]
+
+
+def test_the_judge_vs_lcb_leetcode_set_makes_call_tests_in_the_methods_order(tmp_path):
+    """The real LeetCode set's asserts call the method with keyword arguments in any order; both
+    evaluators take a call test's arguments by position, so they are put in the method's order,
+    and a row whose asserts are not all plain literals is left out. The floor runs a LeetCode
+    program with the names LeetCode provides (``List``), as both evaluators do."""
+    from benchmarks import judge_vs_lcb
+
+    solution = "class Solution:\n    def f(self, nums: List[int], k: int) -> int:\n        return sum(nums) * k\n"
+    rows = [
+        {"solutions": solution, "tests": {"functional": "def check(candidate):\n    assert candidate(k = 2, nums = [1, 2]) == 6\n"
+                                                        "    assert candidate(nums = [5], k = 0) == 0\n\ncheck(Solution().f)\n"}},
+        {"solutions": solution, "tests": {"functional": "def check(candidate):\n    assert candidate(nums = list_node([1]), k = 1) == 1\n"
+                                                        "\ncheck(Solution().f)\n"}},
+    ]  # fmt: skip
+    path = tmp_path / "leetcode.json"
+    path.write_text(json.dumps(rows))
+    (p,) = judge_vs_lcb.leetcode_problems(path)
+    assert p.fn_name == "f" and [(t.input, t.output) for t in p.tests] == [("[1, 2]\n2", "6"), ("[5]\n0", "0")]
+    assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(solution, "call", "f", "slow"), [0, 1], 2.0) > 0.25
+
+
+def test_the_judge_vs_lcb_floor_counts_every_test_of_a_long_stdin_record():
+    """Each test lowered the CPU limit's hard value to its own and the next raised it again, which
+    root without CAP_SYS_RESOURCE (this machine's) may not: the floor's process died at the fifth
+    test of a slow record, and every test after counted the whole limit (5.2 s for 6 x 0.3 s)."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.records import Problem, Test
+
+    p = Problem(id="s", source="t", question="q", tests=[Test(input="1\n", output="1\n")] * 8)
+    floor = judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant("print(input())\n", "stdin", None, "slow"), list(range(8)), 2.0)
+    assert 2.2 < floor < 3.6, floor  # 8 x 0.3 s
+
+
+def test_the_judge_vs_lcb_codecontests_solutions_pass_their_real_tests(shared_data):
+    """The benchmark's many-test set: each program written for it passes all of its problem's tests
+    (96 to 143) in mcoder's judge, so its 'correct' version is correct."""
+    from benchmarks import judge_vs_lcb
+
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge import sandbox
+    from mcoder.judge.config import JudgeConfig
+    from mcoder.judge.core import Judge
+    from mcoder.records import Rollout
+
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox here: {e.message}")
+    problems = judge_vs_lcb.codecontests_problems(shared_data / "sandboxfusion_code_contests.jsonl")
+    assert len(problems) == len(judge_vs_lcb.CODECONTESTS) and all(len(p.tests) >= 90 for p in problems)
+    rollouts = [Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}```") for p in problems]
+    with Judge(JudgeConfig(workers=1, timeout_s=5.0)) as judge:
+        verdicts = judge.judge({p.id: p for p in problems}, rollouts)
+    assert all(v.status == "accepted" for v in verdicts), [(v.rollout_id, v.first_failure) for v in verdicts if not v.passed]

@@ -88,3 +88,23 @@ def test_an_outcome_with_numpy_visible_is_not_reused_where_it_is_not():
         judge.cache = cache  # one cache across the two runs (as a long-lived process may keep it)
         (v,) = judge.judge({"p": problem}, [rollout])
     assert not v.cached and v.status == "runtime_error", v
+
+
+def test_prepared_tests_are_kept_by_content_within_a_bound_in_bytes():
+    """Problems come as fresh objects call after call; their prepared tests are kept once per
+    content, and many large problems push the oldest out instead of growing without end."""
+    from helpers.large import ANSWER, large_record
+    from mcoder.records import from_dict
+
+    try:
+        sandbox.check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"no sandbox on this machine: {e.message}")
+    with Judge(JudgeConfig(workers=1)) as judge:
+        judge.prepared.max_bytes = 5 << 20  # room for two of these problems
+        for name in ("a", "b", "a", "c", "d"):
+            p = from_dict(Problem, large_record(1.0, name=name) | {"tests": [
+                {**large_record(1.0)["tests"][0], "output": f"{name}\n"}]})  # fmt: skip
+            (v,) = judge.judge({p.id: p}, [Rollout(id="r", problem_id=p.id, completion=ANSWER)])
+            assert v.status == "wrong_answer"
+        assert len(judge.prepared) == 2 and judge.prepared.bytes <= 5 << 20

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -100,6 +101,30 @@ def test_summary_table_on_stderr(files):
     r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "-o", str(out), "-w", "1")
     assert r.returncode == 0
     assert "judge summary" in r.stderr and "pass rate" in r.stderr and "2/4" in r.stderr
+
+
+def test_explain_judges_one_rollout_again_and_prints_every_test(files, tmp_path):
+    """A failed rollout's verdict holds its first failing test only, and re-judging it took a new
+    rollouts file and reading verdicts JSON: --explain runs every test of one rollout and prints
+    each one's input, expected and actual output, the rule or status, time and memory."""
+    problems, _, _ = files
+    rollouts = write_jsonl(tmp_path / "one.jsonl", [
+        {"id": "x", "problem_id": "add", "completion": "```python\na, b = map(int, input().split())\n"
+                                                       "print(a + b if a < 5 else a * b)\n```"},
+    ])  # fmt: skip
+    r = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "--explain", "x", "-w", "1")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "wrong_answer: 1/2 tests passed" in out
+    assert "test #0 (stdin): passed, rule exact" in out and "test #1 (stdin): wrong_answer" in out
+    first, second = out.split("test #1")
+    assert "1 2" in first and "expected:\n    3" in first and "actual:\n    3" in first
+    assert "5 6" in second and "expected:\n    11" in second and "actual:\n    30" in second
+    assert "first difference: line 1, column 1 (token 0)" in second
+    assert re.search(r"wall [0-9.]+ ms, cpu [0-9.]+ ms, memory [0-9.]+ MiB", second)
+    missing = mcoder("judge", "-p", str(problems), "-r", str(rollouts), "--explain", "nope")
+    assert missing.returncode == 3 and "no rollout with id 'nope'" in missing.stderr
+    assert invoke("judge", "-p", str(problems), "-r", str(rollouts)).exit_code == 2  # judging needs --out
 
 
 @pytest.mark.parametrize(

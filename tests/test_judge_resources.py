@@ -175,6 +175,58 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_time_limit():
             assert run(judge, "import time\ntime.sleep(30)").status == "time_limit"
 
 
+IDLE_SLEEPER = """\
+    import ctypes, os, struct, time
+    # the lowest priority there is, on the busiest CPU: every wake-up then waits for that CPU
+    # (all of it was counted as load, and the backstop waited it out up to 4 times)
+    attempts = [
+        lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)),
+        lambda: os.setpriority(os.PRIO_PROCESS, 0, 19),
+        lambda: os.nice(19),
+        lambda: os.sched_setaffinity(0, {0}),
+    ]
+    nr = {"x86_64": 314, "aarch64": 274}.get(os.uname().machine)
+    if nr is not None:  # sched_setattr(0, {size 48, SCHED_IDLE}, 0), which Python does not wrap
+        attr = ctypes.create_string_buffer(struct.pack("IIQiIQQQ", 48, 5, 0, 0, 0, 0, 0, 0))
+        libc = ctypes.CDLL(None, use_errno=True)
+        attempts.append(lambda: libc.syscall(nr, 0, attr, 0) == 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), "")))
+    refused = 0
+    for attempt in attempts:
+        try:
+            attempt()
+        except PermissionError:
+            refused += 1
+        except OSError as e:
+            refused += e.errno == 1
+    print("refused", refused, "of", len(attempts), flush=True)
+    mode = input()
+    while mode == "sleep":
+        time.sleep(0.001)
+    """
+
+
+def test_a_program_may_not_change_its_own_scheduling():
+    with _judge(timeout_s=5.0) as judge:
+        v = run(judge, IDLE_SLEEPER, tests=[Test("stop\n", "refused 5 of 5\n")])
+    assert v.status == "accepted", v.first_failure
+
+
+def test_a_sleeper_at_idle_priority_on_a_busy_cpu_is_stopped_at_the_plain_backstop():
+    # it sets itself to SCHED_IDLE, pins itself to the CPU where four processes spin, and sleeps a
+    # millisecond at a time: before, each wake-up waited for that CPU, and the backstop credited
+    # the wait as load: 12 s at a 1 s limit (x3, x4) for 0.1 s of CPU
+    if 0 not in os.sched_getaffinity(0):
+        pytest.skip("CPU 0 is not ours to use")
+    with _judge(timeout_s=1.0) as judge:
+        os.sched_setaffinity(judge.pool.workers[0].proc.pid, {0})
+        with burners_on_cpu0(4):
+            v = run(judge, IDLE_SLEEPER, tests=[Test("sleep\n", "")])
+            assert v.status == "time_limit" and v.elapsed_s < 4.5, (v.status, v.elapsed_s)
+            v = run(judge, "import time\nwhile True:\n    time.sleep(0.0001)")  # no priority games
+            assert v.status == "time_limit" and v.elapsed_s < 4.5, (v.status, v.elapsed_s)
+            assert run(judge, burn_cpu(0.7)).status == "accepted"  # a busy program still gets its wait back
+
+
 # ---------------------------------------------------------------- libraries: a platform's, nothing else
 
 

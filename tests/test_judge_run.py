@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import pytest
 
@@ -288,6 +290,38 @@ def test_a_worker_killed_from_outside_is_restarted_but_the_job_is_not_rerun():
         assert judge_one(j, STDIN, "print(3 * int(input()))").status == "wrong_answer"
 
 
+def test_a_worker_that_hangs_while_starting_is_replaced_and_the_run_says_so(monkeypatch, capsys):
+    """The hang is a fault the test causes itself: the first worker process is stopped (SIGSTOP)
+    as soon as it is spawned, as a worker stuck in its start-up looks from outside. The judge
+    waited for its "ready" forever; now it kills it after the start timeout and starts another."""
+    import signal
+
+    from mcoder.judge import pool
+
+    monkeypatch.setattr(pool, "_START_TIMEOUT_S", 2.0)
+    spawn, stopped = pool.Worker.spawn, []
+
+    def spawn_and_stop_the_first(self):
+        spawn(self)
+        if not stopped:
+            stopped.append(self.proc)
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(pool.Worker, "spawn", spawn_and_stop_the_first)
+    started: dict = {}
+    t = threading.Thread(target=lambda: started.update(judge=Judge(_cfg(workers=1)).__enter__()), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():  # the hang itself: let the thread go, then fail
+        stopped[0].kill()
+        t.join(30)
+        pytest.fail("the judge waited for a worker that never started")
+    with started["judge"] as j:
+        assert stopped[0].poll() is not None and j.pool.workers[0].proc is not stopped[0]
+        assert judge_one(j, STDIN, "print(2 * int(input()))").status == "accepted"
+    assert "judge worker 0 did not start within 2 s" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("fn_name", "args", "expected"),
     [("add", "2\n3", "5"), ("max", "[1, 9, 4]", "9"), ("gcd", "12\n18", "6")],
@@ -349,3 +383,43 @@ def test_the_programs_own_names_read_from_its_bytecode_as_dis_reads_them(source)
 
     code = compile(source, "main.py", "exec")
     assert defined_names(code) == _names_by_dis(code)
+
+
+def test_a_program_that_prints_a_set_of_strings_gets_the_same_verdict_in_every_run():
+    """A real contest submission iterated a set of strings: it passed 0 tests in one run and 1 in
+    the next, since every worker (and every candidate forked from it) drew its own string-hash
+    seed. Candidates run with the documented seed (PYTHONHASHSEED=0), so the expected output
+    here is what any Python prints with it, and every fresh judge accepts the program."""
+    import subprocess
+    import sys
+
+    from mcoder.judge.pool import CANDIDATE_HASH_SEED
+
+    words = "apple banana cherry date elderberry fig grape honeydew kiwi lemon mango nectarine"
+    code = "words = input().split()\nprint(' '.join(set(words)))\nprint(' '.join({w[::-1]: 0 for w in set(words)}))"
+    expected = subprocess.run(
+        [sys.executable, "-c", code], input=words, capture_output=True, text=True, check=True,
+        env={"PYTHONHASHSEED": CANDIDATE_HASH_SEED},
+    ).stdout  # fmt: skip
+    p = Problem(id="set-order", source="t", question="", tests=[Test(words + "\n", expected)] * 3)
+    for _ in range(3):  # fresh workers each time: each drew a seed of its own before
+        with Judge(_cfg(workers=1, cache=False)) as judge:
+            v = judge_one(judge, p, code)
+        assert v.status == "accepted", v.first_failure
+
+
+def test_a_rollout_has_a_wall_budget_and_its_verdict_comes_back_at_its_end():
+    """Twenty tests, each sleeping 0.8 s (under the 1 s limit and its 3 s backstop, so each one
+    passes), with a fraction reward (every test run): nothing bounded the rollout, 16 s of a
+    worker. With a 3 s budget the verdict comes back after ~3 s, the tests past it time limits,
+    and it is not cached (it depends on load)."""
+    p = Problem(id="slow", source="t", question="", tests=[Test(f"{i}\n", f"{i}\n") for i in range(20)])
+    code = "import time\ntime.sleep(0.8)\nprint(input())"
+    with Judge(_cfg(workers=1, timeout_s=1.0, reward="fraction", rollout_wall_s=3.0)) as j:
+        t0 = time.monotonic()
+        v = judge_one(j, p, code)
+        assert time.monotonic() - t0 < 6
+        assert v.status == "time_limit" and 2 <= v.tests_passed <= 4 and v.reward == v.tests_passed / 20
+        assert v.first_failure["detail"] == "the rollout's wall-time budget ran out"
+        again = judge_one(j, p, code)
+        assert not again.cached

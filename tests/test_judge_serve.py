@@ -29,6 +29,7 @@ pytest.importorskip("starlette")
 
 from typer.testing import CliRunner
 
+from helpers.large import ANSWER, PROGRAM, large_record, retained_bytes
 from mcoder.cli.app import app
 from mcoder.errors import EnvironmentMissing
 from mcoder.integrations.remote import RemoteJudge
@@ -57,18 +58,18 @@ class Service:
     log: Path
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
-        """Signal it and wait; 0 for a clean stop (uvicorn ends by the signal it was stopped with)."""
+        """Signal it and wait: its exit code (0 for a clean SIGTERM stop; uvicorn raised the
+        signal again once it had shut down, and the service died by it, -15)."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            code = self.proc.wait(timeout=60)
-            return 0 if code == -sig else code
+            return self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait(timeout=30)
 
 
-def start(tmp: Path, *args: str, env: dict | None = None) -> Service:
+def start(tmp: Path, *args: str, env: dict | None = None, host: str = "127.0.0.1") -> Service:
     """`mcoder judge serve --port 0 ARGS` as a process; its URL is the first line it prints."""
     log = tmp / f"serve-{time.monotonic_ns()}.log"
     cmd = [sys.executable, "-m", "mcoder", "judge", "serve", "--port", "0", "-q", *args]
@@ -78,7 +79,7 @@ def start(tmp: Path, *args: str, env: dict | None = None) -> Service:
         )
     ready, _, _ = select.select([proc.stdout], [], [], START_S)
     line = proc.stdout.readline().strip() if ready else ""
-    if not line.startswith("http://127.0.0.1:"):
+    if not line.startswith(f"http://{host}:"):
         proc.kill()
         proc.wait()
         pytest.fail(f"the service did not start: {line!r}\n{log.read_text()[-2000:]}")
@@ -232,7 +233,7 @@ def test_busy_at_once_size_and_token_limits_and_sigterm_lets_work_in_flight_fini
         )
         t.start()
         deadline = time.monotonic() + 30
-        while httpx.get(f"{s.url}/health").json()["in_flight"] == 0 and time.monotonic() < deadline:
+        while httpx.get(f"{s.url}/health", headers=auth).json()["in_flight"] == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         busy = httpx.post(f"{s.url}/run_code", json={"code": "print(2)", "language": "python"}, headers=auth)
         assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
@@ -245,6 +246,113 @@ def test_busy_at_once_size_and_token_limits_and_sigterm_lets_work_in_flight_fini
             httpx.get(f"{s.url}/health")
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    """A service with a token and a request bound of 8 s, one worker."""
+    s = start(tmp_path_factory.mktemp("guarded"), "-w", "1", "--timeout-s", "1", "--request-wall-s", "8",
+              env={"MCODER_JUDGE_TOKEN": "s3cret"})  # fmt: skip
+    yield s
+    assert s.stop() == 0  # SIGTERM: a clean stop exits 0 (it died by the signal: -15)
+
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+def test_the_token_is_taken_as_a_bearer_token_only_and_health_shows_little_without_it(guarded):
+    run = {"code": "print(1)", "language": "python"}
+    assert httpx.post(f"{guarded.url}/run_code", json=run, headers={"Authorization": "s3cret"}).status_code == 401
+    assert httpx.post(f"{guarded.url}/run_code", json=run, headers={"Authorization": "Basic s3cret"}).status_code == 401
+    assert httpx.post(f"{guarded.url}/run_code", json=run, headers={"Authorization": "bearer s3cret"}).status_code == 200
+    public = httpx.get(f"{guarded.url}/health").json()
+    assert set(public) == {"status", "api", "capacity"}  # no settings, no load
+    full = httpx.get(f"{guarded.url}/health", headers=AUTH).json()
+    assert full["request_wall_s"] == 8.0 and full["settings"]["timeout_s"] == 1.0 and "in_flight" in full
+
+
+def _sleepers(n: int, tests: int = 4) -> tuple[Problem, list[str]]:
+    """A problem of ``tests`` tests and ``n`` programs that sleep 0.9 s in each (each under the
+    1 s limit and its 3 s backstop: every one correct, ~3.6 s of wall time a rollout)."""
+    p = Problem(id=f"sleepers-{time.monotonic_ns()}", source="t", question="",
+                tests=[Test(f"{i}\n", f"{i}\n") for i in range(tests)])  # fmt: skip
+    return p, [fenced(f"# {j}\nimport time\ntime.sleep(0.9)\nprint(input())\n") for j in range(n)]
+
+
+def test_a_request_is_answered_within_the_bound_the_service_publishes(guarded):
+    """Four rollouts of ~3.6 s each on one worker take ~14 s; the service answers within its
+    8 s bound, what it did not judge by then as time limits, and the client waits that long
+    (plus a margin), never the 600 s it waited before whatever the service's bound."""
+    from mcoder.integrations.remote import REQUEST_MARGIN_S
+
+    p, completions = _sleepers(4)
+    rollouts = [Rollout(id=f"r{i}", problem_id=p.id, completion=c) for i, c in enumerate(completions)]
+    with RemoteJudge([guarded.url], token="s3cret") as remote:
+        assert remote.timeouts[guarded.url] == 8.0 + REQUEST_MARGIN_S
+        t0 = time.monotonic()
+        verdicts = remote.judge({p.id: p}, rollouts)
+        took = time.monotonic() - t0
+    assert took < 11, took
+    assert verdicts[0].status == "accepted" and verdicts[-1].status == "time_limit"
+    cut = [v for v in verdicts if not v.passed]
+    assert cut and all(v.status == "time_limit" and "wall-time budget" in v.first_failure["detail"] for v in cut)
+
+
+def test_a_request_whose_client_went_away_is_dropped(guarded):
+    """The client gives up after 1 s; the service used to judge the whole request all the same
+    (~11 s of its only worker, 8 s with the request bound), so the next request waited for it."""
+    p, completions = _sleepers(3)
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{guarded.url}/judge", json={"problem": to_dict(p), "completions": completions},
+                   headers=AUTH, timeout=1.0)  # fmt: skip
+    gone = time.monotonic()
+    while httpx.get(f"{guarded.url}/health", headers=AUTH).json()["in_flight"] and time.monotonic() - gone < 10:
+        time.sleep(0.05)
+    assert time.monotonic() - gone < 4
+    t0 = time.monotonic()
+    res = httpx.post(f"{guarded.url}/run_code", json={"code": "print(7)", "language": "python"}, headers=AUTH)
+    assert res.json()["run_result"]["stdout"] == "7\n" and time.monotonic() - t0 < 3
+
+
+def test_one_request_that_times_out_does_not_end_the_batch(tmp_path):
+    """The service is stopped (SIGSTOP) for 4 s after it answered /health, so the first request
+    times out. The group's deadline ran from its first try and was shorter than one request's
+    timeout (300 s against 600 s by default; 2 s against 3 s here): one read timeout ended the
+    batch with EnvironmentMissing. It now runs from the first failure, and the group is tried
+    again once the service is back."""
+    hung = start(tmp_path, "-w", "1", "--timeout-s", "1")
+    p = problems()[0]
+    rollouts = [Rollout(id="r", problem_id=p.id, completion=fenced(p.reference_solutions[0]))]
+    back = threading.Timer(4.0, lambda: hung.proc.send_signal(signal.SIGCONT))
+    try:
+        with RemoteJudge([hung.url], timeout_s=3, deadline_s=2, cooldown_s=1) as remote:
+            hung.proc.send_signal(signal.SIGSTOP)
+            back.start()
+            (v,) = remote.judge({p.id: p}, rollouts)
+        assert v.status == "accepted" and remote.failovers == 1
+    finally:
+        back.cancel()
+        hung.proc.send_signal(signal.SIGCONT)
+        hung.stop()
+
+
+def test_a_service_on_the_network_needs_a_token_or_no_auth(tmp_path):
+    """`--host 0.0.0.0` with no token started and ran code for anyone who reached the port."""
+    cmd = [sys.executable, "-m", "mcoder", "judge", "serve", "--host", "0.0.0.0", "--port", "0", "-w", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "MCODER_JUDGE_TOKEN"})  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=START_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"it started: {proc.communicate()[0]!r}")
+    assert proc.returncode == 2 and "no token is set" in err and out == ""
+    s = start(tmp_path, "--host", "0.0.0.0", "--no-auth", "-w", "1", host="0.0.0.0")
+    try:
+        port = s.url.rsplit(":", 1)[1]
+        assert httpx.get(f"http://127.0.0.1:{port}/health").json()["status"] == "ok"
+    finally:
+        assert s.stop() == 0
 
 
 # ---------------------------------------------------------------- red team through the service
@@ -508,19 +616,28 @@ def test_the_client_refuses_other_settings_and_a_bad_problem_at_once(service):
     assert remote.failovers == 0  # a request the service refuses is not sent elsewhere
 
 
-def test_a_problem_sent_again_is_the_same_object_and_a_changed_one_is_not():
-    from mcoder.integrations.serve import SeenProblems, native_request
+def test_a_large_problem_sent_again_and_again_is_held_once():
+    """Every request parses its problem (or, for /run_code, makes one of its stdin): the judge kept
+    each object it met, +2 MiB a /run_code request with 1 MiB of stdin; /judge kept 512 problems
+    whatever their size."""
+    from starlette.testclient import TestClient
 
-    seen = SeenProblems(size=2)
-    a, b, c = (to_dict(p) for p in problems()[:3])
-    first, _ = native_request({"problem": a, "completions": []}, {}, seen)
-    again, _ = native_request({"problem": json.loads(json.dumps(a)), "completions": []}, {}, seen)
-    assert again is first
-    changed = {**a, "tests": a["tests"][:1]}
-    assert native_request({"problem": changed, "completions": []}, {}, seen)[0].tests == first.tests[:1]
-    native_request({"problem": b, "completions": []}, {}, seen)
-    native_request({"problem": c, "completions": []}, {}, seen)  # bounded: `a` is forgotten
-    assert native_request({"problem": a, "completions": []}, {}, seen)[0] is not first
+    from mcoder.integrations.serve import ServeConfig, make_app
+
+    record = large_record(1.0)
+    app = make_app(ServeConfig(), JudgeConfig(workers=1))
+
+    def call(i: int) -> None:
+        if i % 2:
+            body = {"code": PROGRAM, "language": "python", "stdin": record["tests"][0]["input"]}
+            res = client.post("/run_code", json=body).json()
+            assert res["run_result"]["stdout"] == record["tests"][0]["output"], res
+        else:
+            res = client.post("/judge", json={"problem": record, "completions": [ANSWER]})
+            assert json.loads(res.content)["passed"], res.content[:300]
+
+    with TestClient(app) as client:
+        assert retained_bytes(call, 20) < 4 << 20
 
 
 def test_serve_usage_errors_exit_with_their_codes(tmp_path):
@@ -548,16 +665,26 @@ def test_a_raw_sandboxfusion_payload_with_fields_mcoder_does_not_use_runs(servic
     assert res["run_result"]["stdout"] == "7\n" and res["compile_result"] is None
 
 
-def test_run_code_says_when_it_cut_the_output(service):
-    code = "import sys\nprint('x' * 5000)\nsys.stderr.write('e' * 3000 + 'END')\n"
+def test_run_code_returns_the_whole_stdout_and_says_when_stderr_was_cut(service):
+    """verl's sandbox reward compares run_code's stdout with the answer: cut to 1,000 characters,
+    every correct program with a longer output scored 0."""
+    code = "import sys\nprint('x' * 200_000)\nsys.stderr.write('e' * 3000 + 'END')\n"
     res = httpx.post(f"{service.url}/run_code", json={"code": code, "language": "python"}).json()
-    assert res["status"] == "Success" and res["run_result"]["stdout"].startswith("x" * 1000)
-    assert res["run_result"]["stderr"].endswith("END") and len(res["run_result"]["stderr"]) == 1000
-    assert "stdout and stderr cut to 1000 characters" in res["message"]
-    short = httpx.post(
-        f"{service.url}/run_code", json={"code": "print('x' * 999)", "language": "python"}
-    ).json()
+    assert res["status"] == "Success" and res["run_result"]["stdout"] == "x" * 200_000 + "\n"
+    assert res["run_result"]["stderr"].endswith("END") and len(res["run_result"]["stderr"]) == 2000
+    assert res["message"] == "stderr cut to its last 2000 characters"
+    short = httpx.post(f"{service.url}/run_code", json={"code": "print('x' * 999)", "language": "python"}).json()
     assert short["message"] == "" and short["run_result"]["stdout"] == "x" * 999 + "\n"
+
+
+def test_run_code_runs_the_code_as_it_is_whatever_it_contains(service):
+    """A program with `</think>` (or a fence) in it was refused with a 400, which SandboxFusion's
+    client re-raised after 5 tries: the code went through the judge's search for a program in a
+    completion."""
+    for code in ("print('</think>')", "s = '```'\nprint(s + '~~~')"):
+        res = httpx.post(f"{service.url}/run_code", json={"code": code, "language": "python"})
+        assert res.status_code == 200 and res.json()["status"] == "Success", res.text
+    assert res.json()["run_result"]["stdout"] == "```~~~\n"
 
 
 def test_a_machine_without_the_sandbox_exits_4_before_listening(monkeypatch):

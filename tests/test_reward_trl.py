@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers.large import ANSWER, large_json, retained_bytes
 from mcoder.cli.app import app
 from mcoder.errors import EnvironmentMissing
 from mcoder.integrations.columns import completion_text
@@ -93,6 +94,19 @@ def test_rewards_from_every_column_format_equal_mcoder_judges(tmp_path):
     expected = [v["reward"] for v in mcoder_judge(tmp_path, rows, [completion_text(c) for c in completions])]
     assert expected == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
     assert by_id == record == columns == expected
+
+
+def test_a_large_problem_column_call_after_call_is_held_once():
+    """Each call's ``problem`` column is parsed into a fresh problem object: the judge kept every
+    one (by object), +2 MiB a call with a 1 MiB test."""
+    reward = JudgeReward(cfg=JudgeConfig(workers=1))
+    record = large_json(1.0)
+    call = lambda i: reward(prompts=["p"], completions=[ANSWER], problem=[record])
+    try:
+        assert call(0) == [1.0]
+        assert retained_bytes(call, 20) < 4 << 20
+    finally:
+        reward.close()
 
 
 def test_a_row_that_names_no_problem_is_a_data_error():

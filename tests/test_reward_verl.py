@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.large import ANSWER, large_json, retained_bytes
 from mcoder.errors import DataError, EnvironmentMissing
 from mcoder.integrations import verl_reward
 from mcoder.judge import sandbox
@@ -99,3 +100,13 @@ def test_the_batch_function_gives_the_single_scores(loaded):
 def test_a_ground_truth_that_names_no_problem_is_a_data_error(loaded, truth):
     with pytest.raises(DataError):
         loaded.compute_score("x", "print(1)", truth, None)
+
+
+def test_a_large_problem_scored_call_after_call_is_held_once(loaded):
+    """verl scores each sample in a call of its own, and each call parses its ground truth into a
+    fresh problem object: the judge kept every one it met (by object, up to 10,000), +2 MiB a
+    call with a 1 MiB test, ~20 GiB at the cap."""
+    truth = large_json(1.0)
+    score = lambda i: loaded.compute_score("bench", ANSWER, truth, None, workers=1)
+    assert score(0) == 1.0
+    assert retained_bytes(score, 20) < 4 << 20

@@ -185,6 +185,24 @@ def test_a_rollouts_file_with_its_verdicts_beside_it(run, tmp_path):
     assert "unjudged 2" in r.stdout and "no verdicts found" in r.stderr
 
 
+def test_a_difference_past_the_shown_prefix_is_found_and_its_lines_shown(tmp_path):
+    """Expected and got kept their first 1,000 characters each: a program wrong at line 1500 of
+    2000 showed two identical prefixes ("identical text"). The judge records where the first
+    difference is and the lines around it, and show prints them."""
+    lines = [f"{i} {i * i}" for i in range(2000)]
+    problem = Problem(id="squares", source="test", question="", tests=[Test("", "\n".join(lines) + "\n")])
+    code = "for i in range(2000):\n    print(i, i * i + (i == 1500))\n"
+    problems = _write(tmp_path / "problems.jsonl", [to_dict(problem)])
+    rollouts = _write(tmp_path / "rollouts.jsonl", [to_dict(Rollout(id="sq", problem_id="squares",
+                                                                 completion=f"{FENCE}python\n{code}{FENCE}"))])  # fmt: skip
+    _ok(mc("judge", "-p", problems, "-r", rollouts, "-o", tmp_path / "verdicts.jsonl", "-w", 1,
+           "--unsafe-no-sandbox", "-q"))  # fmt: skip
+    out = _ok(mc("show", rollouts, "-p", problems, "--full")).stdout
+    assert "first difference: line 1501, column 12 (token 3001)" in out
+    assert "-1500 2250000" in out and "+1500 2250001" in out and "1499 2247001" in out
+    assert "(identical text)" not in out
+
+
 # ------------------------------------------------------------------ the HTML report
 
 

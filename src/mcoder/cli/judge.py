@@ -13,8 +13,8 @@ from mcoder.cli.common import (
     FLAG,
     INPUT,
     IO_PANEL,
+    OUTPUT_FILE,
     HelpFlag,
-    OutPath,
     Overwrite,
     Quiet,
     apply_quiet,
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from mcoder.judge.config import JudgeConfig
 
 MERGE = "Shards"
+EXPLAIN = "Explain"
 
 
 # The judge's settings as options, generated from JudgeConfig's fields: `mcoder judge`, `mcoder
@@ -82,7 +83,11 @@ def register(app: typer.Typer) -> None:
 
 @guarded
 def judge(
-    out: OutPath,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout)."),
+        OUTPUT_FILE,
+    ] = None,
     problems: Annotated[
         Path | None,
         typer.Option(
@@ -121,6 +126,16 @@ def judge(
             "--shard", rich_help_panel=MERGE, help="Judge only shard i of n (i/n, by rollout id)."
         ),
     ] = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="ROLLOUT_ID",
+            rich_help_panel=EXPLAIN,
+            help="Judge this one rollout of --rollouts again, every test run and none cached, and print "
+            "each test: input, expected, actual, the rule that compared them, time and memory (no --out).",
+        ),
+    ] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
     help_: HelpFlag = False,
@@ -129,12 +144,24 @@ def judge(
     """Judge ROLLOUTS against PROBLEMS into OUT (verdicts JSONL): one verdict per rollout.
 
     With --merge, join the verdict files of shards instead: mcoder judge --merge v.*.jsonl -o v.jsonl
+    With --explain ID, judge one rollout again and print every test: mcoder judge -p P -r R --explain ID
     """
     from mcoder.console import emit
     from mcoder.errors import UsageError
     from mcoder.judge.stage import Shard, judge_files
 
     apply_quiet(quiet)
+    if explain is not None:
+        from mcoder.judge.explain import explain_files
+
+        if merge or parts or shard is not None or out is not None:
+            raise UsageError("--explain prints one rollout's tests: it takes no --out, --merge or --shard")
+        if problems is None or rollouts is None:
+            raise UsageError("--explain needs --problems and --rollouts", hint="the files the rollout is in")
+        explain_files(judge_config(settings), problems, rollouts, explain)
+        return
+    if out is None:
+        raise UsageError("judging needs --out", hint="-o verdicts.jsonl ('-' for stdout)")
     if merge or parts:
         from mcoder.judge.merge import merge_verdicts
 

@@ -8,8 +8,11 @@ the services, several at a time. A request's verdicts are taken whole or not at 
 that fails (refused connection, reset, timeout, an answer that is not the verdicts asked for) is
 set aside for ``cooldown_s`` and the group is sent to the next one, so a verdict is never lost,
 and never counted twice, when a service dies mid-batch. A busy service (503) is not a failure:
-the group tries the others, then waits a little. With no service answering for ``deadline_s``
-the batch fails with ``EnvironmentMissing``.
+the group tries the others, then waits a little. A service answers every request within the
+bound it publishes (``request_wall_s`` in /health: what is not judged by then comes back as
+``time_limit``), and a request waits that long and ``REQUEST_MARGIN_S`` more: a timeout means the
+service is broken, not slow. With no service answering for ``deadline_s`` after a group's first
+failure the batch fails with ``EnvironmentMissing``.
 
 Scaling past a handful of services is a load balancer's job: give its one URL here.
 """
@@ -31,6 +34,8 @@ from mcoder.judge.config import JudgeConfig
 from mcoder.records import Problem, Rollout, Verdict, from_dict, to_dict
 
 BUSY_WAIT_S = 0.2
+REQUEST_MARGIN_S = 30.0  # past a service's published request bound: the network, a slow start
+DEFAULT_TIMEOUT_S = 600.0  # a request's limit where the service publishes no bound
 
 
 class ServiceFailed(Exception):
@@ -45,7 +50,7 @@ class RemoteJudge:
         token: str | None = None,
         expect: JudgeConfig | None = None,
         per_service: int | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float | None = None,
         cooldown_s: float = 5.0,
         deadline_s: float = 300.0,
     ):
@@ -53,12 +58,15 @@ class RemoteJudge:
         others is refused at start. ``per_service``: requests (groups) in flight per URL (None: from
         the service's /health, a request per two of its workers, at least 4; behind a load
         balancer that is one service's share: give ``per_service`` for the whole fleet).
-        ``timeout_s``: one request's limit; ``deadline_s``: how long a group may find no service."""
+        ``timeout_s``: one request's limit (None: the bound each service publishes, plus
+        ``REQUEST_MARGIN_S``); ``deadline_s``: how long a group may find no service after its
+        first failure."""
         if not urls:
             raise UsageError("no judge service URL given", hint="--judge-url http://HOST:PORT (repeatable)")
         self.urls = [u.rstrip("/") for u in urls]
         self.token, self.expect = token, expect
         self.timeout_s = timeout_s
+        self.timeouts = {u: timeout_s or DEFAULT_TIMEOUT_S for u in self.urls}  # a request's limit per URL
         self.slots = {u: per_service or 4 for u in self.urls}  # requests in flight per URL
         self._fixed = per_service is not None
         self.cooldown_s, self.deadline_s = cooldown_s, deadline_s
@@ -74,7 +82,7 @@ class RemoteJudge:
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self._client = httpx.Client(
-            headers=headers, timeout=self.timeout_s, limits=httpx.Limits(max_connections=None)
+            headers=headers, timeout=self.timeout_s or DEFAULT_TIMEOUT_S, limits=httpx.Limits(max_connections=None)
         )
         try:
             self._check_services()
@@ -145,9 +153,9 @@ class RemoteJudge:
                 "rollout_ids": [r.id for r in rollouts],
             }
         )
-        deadline = time.monotonic() + self.deadline_s
+        deadline = None  # set at the first failure: a group being judged is not a group without a service
         last = "no service was tried"
-        while time.monotonic() < deadline:
+        while deadline is None or time.monotonic() < deadline:
             busy = 0
             for url in self._order():
                 try:
@@ -159,9 +167,11 @@ class RemoteJudge:
                     self._set_down(url, str(e))
                     with self._lock:
                         self.failovers += 1
+                if deadline is None:
+                    deadline = time.monotonic() + self.deadline_s
             time.sleep(BUSY_WAIT_S if busy else min(1.0, self.cooldown_s))
         raise EnvironmentMissing(
-            f"no judge service judged problem {problem.id!r} within {self.deadline_s:g}s (last: {last})",
+            f"no judge service judged problem {problem.id!r} within {self.deadline_s:g}s of its first failure (last: {last})",
             hint="start `mcoder judge serve` on the --judge-url hosts, or check their logs",
         )
 
@@ -170,7 +180,8 @@ class RemoteJudge:
 
         try:
             res = self._client.post(
-                url + "/judge", content=body, headers={"Content-Type": "application/json"}
+                url + "/judge", content=body, headers={"Content-Type": "application/json"},
+                timeout=self.timeouts[url],
             )
         except httpx.HTTPError as e:
             raise ServiceFailed(f"{type(e).__name__}: {e}") from None
@@ -220,8 +231,13 @@ class RemoteJudge:
                 warn(f"judge service {url} does not answer yet")
                 continue
             answered += 1
+            if "settings" not in health:  # what /health shows only with the service's token
+                raise UsageError(f"judge service {url} did not take the token", hint="set MCODER_JUDGE_TOKEN to its token")
             if not self._fixed and isinstance(health.get("workers"), int):
                 self.slots[url] = max(4, health["workers"] // 2)
+            bound = health.get("request_wall_s")
+            if self.timeout_s is None and isinstance(bound, (int, float)) and bound > 0:
+                self.timeouts[url] = float(bound) + REQUEST_MARGIN_S
             if self.expect is not None:
                 want = orjson.loads(orjson.dumps(settings_of(self.expect)))
                 theirs = health.get("settings")

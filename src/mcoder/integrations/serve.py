@@ -4,54 +4,61 @@ Endpoints (JSON in; version ``API_VERSION``):
 
 - ``POST /run_code``: SandboxFusion's endpoint and response shape (``sandbox-fusion``'s client and
   verl's sandbox reward work unchanged), Python only, run in mcoder's sandbox under the
-  service's limits (a request's ``run_timeout`` cannot raise them). What comes back of stdout
-  and stderr is what a verdict shows: at most ``SHOWN`` characters each (the message says when
-  the output was cut);
+  service's limits (a request's ``run_timeout`` cannot raise them). The code is run as it is
+  (never looked for in a completion: nothing it contains is refused); stdout comes back whole
+  (up to the judge's ``max_output_mb``), stderr its last ``STDERR_TAIL`` characters (the message
+  says when either was cut);
 - ``POST /judge``: ``{"problem": RECORD | "problem_id": ID, "completions": [...], "rollout_ids": [...]?}``
   -> the verdicts as JSONL, one line per completion in order, the bytes ``mcoder judge`` writes;
-- ``GET /health``: status, capacity, load and the judge's settings (no token needed).
+- ``GET /health``: status and capacity for anyone; with the token also the load, the judge's
+  settings and ``request_wall_s``, the bound within which every request is answered.
 
 One ``Judge`` (its sandboxed workers) serves every request. Admission is bounded in completions:
 a request that would take the load past ``capacity`` is answered 503 (busy) at once, unless
-nothing else is running; bodies over ``max_request_mb`` get 413. With a token, requests need
-``Authorization: Bearer TOKEN``. Programs have no network (the sandbox gives them none).
-SIGTERM/SIGINT: uvicorn stops accepting, lets the requests in flight finish (up to
-``graceful_s``), then the judge's workers are closed.
+nothing else is running; bodies over ``max_request_mb`` get 413. Each rollout has the judge's
+``rollout_wall_s`` and each request ``request_wall_s`` of wall time, queue included: what is not
+judged by then is ``time_limit`` in the answer, which comes back all the same. A request whose
+client has gone is dropped (its rollouts not started never run, those running are stopped).
+With a token, requests need ``Authorization: Bearer TOKEN``; a service on an address other than
+loopback starts only with a token, or with ``--no-auth``. Programs have no network (the sandbox
+gives them none). SIGTERM/SIGINT: uvicorn stops accepting, lets the requests in flight finish
+(up to ``graceful_s``), then the judge's workers are closed; a SIGTERM stop exits 0.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
+import ipaddress
 import re
-import secrets
+import signal
 import socket
 import threading
-from collections import OrderedDict
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from mcoder.errors import DataError, McoderError
-from mcoder.extract import extract_code
+from mcoder.console import warn
+from mcoder.errors import DataError, McoderError, UsageError
 from mcoder.integrations.columns import load_problems, record
 from mcoder.jsonl import dumps
 from mcoder.judge.config import JudgeConfig
+from mcoder.judge.harness import STDERR_TAIL
 from mcoder.judge.stage import NOT_SETTINGS
-from mcoder.records import Problem, Rollout, Test, Verdict
+from mcoder.records import Problem, Rollout
 
 API_VERSION = 1
-SHOWN = 1000  # characters of stdout / stderr a verdict keeps (run_code returns no more)
 MAX_COMPLETIONS = 4096  # per /judge request
+DISCONNECT_POLL_S = 0.5  # how often a request in flight looks whether its client is still there
 
 
 @dataclass
 class ServeConfig:
     host: str = "127.0.0.1"
-    """Address to bind (loopback by default; 0.0.0.0 only behind a firewall or a token)."""
+    """Address to bind (loopback by default; any other needs a token, or --no-auth)."""
     port: int = 8080
     """Port (0: any free one; the URL is printed on stdout once the service listens)."""
     problems: Path | None = None
@@ -64,6 +71,12 @@ class ServeConfig:
     """Largest request body, MiB (413 past it)."""
     graceful_s: float = 60.0
     """On SIGTERM: seconds the requests in flight may take to finish before they are cut."""
+    request_wall_s: float = 600.0
+    """Wall-clock seconds a request may take, queue included (what is not judged by then is
+    time_limit in its answer); published in /health, clients wait no longer than this."""
+    no_auth: bool = False
+    """Serve an address other than loopback without a token (only behind a firewall: anyone
+    who reaches the port runs code)."""
 
 
 class Refused(Exception):
@@ -101,40 +114,14 @@ def settings_of(cfg: JudgeConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------- the two endpoints' logic (sync)
 
 
-class SeenProblems:
-    """The problems of recent requests by content, so that a problem sent again (every step of a
-    run sends its problems again) is the same object: parsed once, its tests prepared once by the
-    judge, held once."""
-
-    def __init__(self, size: int = 512):
-        self.size, self._d = size, OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, value: Any) -> Problem:
-        try:
-            key = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).digest()
-        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: parsed (and refused) as it is
-            return record(value, "problem")
-        with self._lock:
-            if key in self._d:
-                self._d.move_to_end(key)
-                return self._d[key]
-        problem = record(value, "problem")
-        with self._lock:
-            self._d[key] = problem
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-        return problem
-
-
-def native_request(
-    body: Any, known: dict[str, Problem], seen: SeenProblems | None = None
-) -> tuple[Problem, list[Rollout]]:
-    """The problem and rollouts of a /judge body; DataError naming the field otherwise."""
+def native_request(body: Any, known: dict[str, Problem]) -> tuple[Problem, list[Rollout]]:
+    """The problem and rollouts of a /judge body; DataError naming the field otherwise. A problem
+    sent again (every step of a run sends its problems again) is parsed again and dropped after
+    the request: the judge holds its prepared tests once, by content, bounded in bytes."""
     if not isinstance(body, dict):
         raise DataError("the body is not a JSON object", field="body")
     if body.get("problem") is not None:
-        problem = seen.get(body["problem"]) if seen is not None else record(body["problem"], "problem")
+        problem = record(body["problem"], "problem")
     elif isinstance(body.get("problem_id"), str):
         problem = known.get(body["problem_id"])
         if problem is None:
@@ -160,13 +147,12 @@ def native_request(
 
 
 class RunCode:
-    """SandboxFusion's run_code on mcoder's judge: the program is one stdin test whose expected
-    output is a secret of this service, so the verdict's shown output is the program's stdout."""
+    """SandboxFusion's run_code on mcoder's judge (``Judge.run_code``): the program, as sent, run
+    once on its stdin under the service's limits."""
 
-    def __init__(self) -> None:
-        self.secret = secrets.token_hex(16)  # never enters a candidate process
-
-    def request(self, body: Any) -> tuple[Problem, Rollout]:
+    @staticmethod
+    def request(body: Any) -> tuple[str, str]:
+        """(code, stdin) of a run_code body; DataError naming the field otherwise."""
         if not isinstance(body, dict) or not isinstance(body.get("code"), str):
             raise DataError("run_code needs `code` (a string)", field="code")
         language = body.get("language")
@@ -178,55 +164,30 @@ class RunCode:
         stdin = body.get("stdin")
         if stdin is not None and not isinstance(stdin, str):
             raise DataError("`stdin` must be a string", field="stdin")
-        code = body["code"]
-        completion = fenced(code)
-        if code.strip() and extract_code(completion) != code + "\n":  # e.g. a "</think>" in the code
-            raise DataError("this program cannot pass through the judge's code extraction", field="code")
-        problem = Problem(
-            id="run_code", source="run_code", question="", tests=[Test(stdin or "", self.secret)]
-        )
-        return problem, Rollout(id="run_code", problem_id="run_code", completion=completion)
+        return body["code"], stdin or ""
 
-    def response(self, v: Verdict) -> dict[str, Any]:
-        ff = v.first_failure or {}
-        stdout, stderr = ff.get("got") or "", ff.get("stderr") or ""
-        if v.status == "accepted":
-            stdout = self.secret + "\n"  # printed what the service keeps secret: vanishingly rare
-        cut = [
-            name
-            for name, was_cut in (("stdout", _head_cut(stdout)), ("stderr", len(stderr) >= SHOWN))
-            if was_cut
-        ]
-        run: dict[str, Any] = {"status": "Finished", "execution_time": v.elapsed_s, "return_code": 0,
-                               "stdout": stdout, "stderr": stderr}  # fmt: skip
-        if v.status == "time_limit":
+    @staticmethod
+    def response(res: dict[str, Any], max_output_mb: float) -> dict[str, Any]:
+        """SandboxFusion's answer for ``Judge.run_code``'s result."""
+        status, detail = res["status"], str(res.get("detail") or "")
+        run: dict[str, Any] = {"status": "Finished", "execution_time": res["elapsed_s"], "return_code": 0,
+                               "stdout": res["stdout"], "stderr": res["stderr"]}  # fmt: skip
+        notes = []
+        if status == "time_limit":
             run.update(status="TimeLimitExceeded", return_code=None)
-        elif v.status == "compile_error":
-            run.update(return_code=1, stderr=str(ff.get("reason") or ""))
-        elif v.status not in ("accepted", "wrong_answer"):
-            run["return_code"] = _return_code(v.status, str(ff.get("detail") or ""))
+        elif status == "compile_error":
+            run["return_code"] = 1
+        elif status != "ok":
+            run["return_code"] = _return_code(status, detail)
+        if status in ("memory_limit", "time_limit", "runtime_error", "judge_refused"):
+            notes.append(status.replace("_", " ") + (f" ({detail})" if detail else ""))
+        if detail == "output limit exceeded":
+            notes.append(f"stdout stopped at the output limit ({max_output_mb:g} MiB)")
+        if len(res["stderr"]) >= STDERR_TAIL:
+            notes.append(f"stderr cut to its last {STDERR_TAIL} characters")
         ok = run["status"] == "Finished" and run["return_code"] == 0
-        message = (
-            ""
-            if not cut
-            else f"{' and '.join(cut)} cut to {SHOWN} characters (stdout its first, stderr its last)"
-        )
-        if v.status in ("memory_limit", "time_limit", "runtime_error"):
-            why = v.status.replace("_", " ") + (f" ({ff['detail']})" if ff.get("detail") else "")
-            message = "; ".join(filter(None, [why, message]))
-        return {"status": "Success" if ok else "Failed", "message": message, "compile_result": None,
+        return {"status": "Success" if ok else "Failed", "message": "; ".join(notes), "compile_result": None,
                 "run_result": run, "executor_pod_name": None, "files": {}}  # fmt: skip
-
-
-def fenced(code: str) -> str:
-    """``code`` inside a fence that no line of it can close, so the judge's extraction gives it back."""
-    longest = max((len(m) for m in re.findall(r"~{3,}", code)), default=2)
-    return f"{'~' * (longest + 1)}python\n{code}\n{'~' * (longest + 1)}\n"
-
-
-def _head_cut(text: str) -> bool:
-    """Whether a verdict's shown output is the head of a longer one (it then ends "... (N chars)")."""
-    return len(text) > SHOWN and text.endswith(" chars)")
 
 
 def _return_code(status: str, detail: str) -> int:
@@ -235,8 +196,6 @@ def _return_code(status: str, detail: str) -> int:
         return int(m.group(1))
     m = re.fullmatch(r"killed by (SIG\w+)", detail)
     if m:
-        import signal
-
         sig = getattr(signal, m.group(1), None)
         return -int(sig) if sig is not None else -9
     return -9 if status == "memory_limit" else 1
@@ -257,7 +216,7 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
 
     known = load_problems(cfg.problems)
     capacity = cfg.capacity or 4 * judge_cfg.workers
-    admission, run_code, seen = Admission(capacity), RunCode(), SeenProblems()
+    admission = Admission(capacity)
     threads = anyio.CapacityLimiter(capacity)
     limit = int(cfg.max_request_mb * (1 << 20))
     state: dict[str, Any] = {"judge": None}
@@ -274,28 +233,51 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
             await anyio.to_thread.run_sync(judge.close)
 
     async def judged(request: Request, n_of, run) -> Any:
-        """Check the token, read the body, admit it, run ``run(body)`` in a thread."""
-        _check_token(cfg.token, request.headers.get("authorization"))
+        """Check the token, read the body, admit it, run ``run(body, deadline, cancel)`` in a
+        thread: ``deadline`` is the request's wall budget, ``cancel`` is set (and the judge told)
+        when the client goes away before its answer."""
+        if not _authorized(cfg.token, request.headers.get("authorization")):
+            raise Refused(401, "a valid `Authorization: Bearer TOKEN` header is needed")
         body = await _read_json(request, limit)
+        deadline = time.monotonic() + cfg.request_wall_s
         n = n_of(body)
         if not admission.enter(n):
             raise Refused(503, "busy: the judge's queue is full, retry later or on another service")
+        cancel = threading.Event()
+
+        async def watch() -> None:
+            while not await request.is_disconnected():
+                await anyio.sleep(DISCONNECT_POLL_S)
+            judge.cancel(cancel)
+
+        done: dict[str, Any] = {}
+
+        async def work() -> None:
+            try:
+                done["value"] = await anyio.to_thread.run_sync(run, body, deadline, cancel, limiter=threads)
+            except Exception as e:  # noqa: BLE001 - raised below, outside the task group (no group of one)
+                done["error"] = e
+            tasks.cancel_scope.cancel()  # the watch ends with the work
+
         try:
-            return await anyio.to_thread.run_sync(run, body, limiter=threads)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(watch)
+                tasks.start_soon(work)
         finally:
             admission.leave(n)
+        if "error" in done:
+            raise done["error"]
+        return done["value"]
 
-    def judge_body(body: Any) -> bytes:
-        problem, rollouts = native_request(body, known, seen)
-        verdicts = state["judge"].judge({problem.id: problem}, rollouts)
+    def judge_body(body: Any, deadline: float, cancel: threading.Event) -> bytes:
+        problem, rollouts = native_request(body, known)
+        verdicts = state["judge"].judge({problem.id: problem}, rollouts, deadline=deadline, cancel=cancel)
         return b"".join(dumps(v) for v in verdicts)
 
-    def run_body(body: Any) -> dict:
-        problem, rollout = run_code.request(body)
-        if not rollout.completion.strip() or not body["code"].strip():
-            return run_code.response(Verdict("run_code", "run_code", 0.0, False, "wrong_answer", 0, 1))
-        (verdict,) = state["judge"].judge({problem.id: problem}, [rollout])
-        return run_code.response(verdict)
+    def run_body(body: Any, deadline: float, cancel: threading.Event) -> dict:
+        code, stdin = RunCode.request(body)
+        res = state["judge"].run_code(code, stdin, deadline=deadline, cancel=cancel)
+        return RunCode.response(res, judge_cfg.max_output_mb)
 
     async def judge_endpoint(request: Request) -> Response:
         def count(body: Any) -> int:
@@ -327,19 +309,16 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
         return JSONResponse(data)
 
     async def health(request: Request) -> Response:
+        """Status and capacity for anyone (a load balancer's probe); the load, the settings and
+        the request bound only with the token."""
         up = state["judge"] is not None
-        return JSONResponse(
-            {
-                "status": "ok" if up else "starting",
-                "api": API_VERSION,
-                "capacity": capacity,
-                "in_flight": admission.used,
-                "workers": judge_cfg.workers,
-                "problems": len(known),
-                "settings": settings_of(judge_cfg),
-            },
-            200 if up else 503,
-        )
+        body: dict[str, Any] = {"status": "ok" if up else "starting", "api": API_VERSION, "capacity": capacity}
+        if _authorized(cfg.token, request.headers.get("authorization")):
+            body.update(
+                in_flight=admission.used, workers=judge_cfg.workers, problems=len(known),
+                settings=settings_of(judge_cfg), request_wall_s=cfg.request_wall_s,
+            )  # fmt: skip
+        return JSONResponse(body, 200 if up else 503)
 
     routes = [
         Route("/run_code", run_code_endpoint, methods=["POST"]),
@@ -349,16 +328,21 @@ def make_app(cfg: ServeConfig, judge_cfg: JudgeConfig):
     return Starlette(routes=routes, lifespan=lifespan)
 
 
+def _exit_cleanly(signum, frame) -> None:
+    raise SystemExit(0)
+
+
 def _retry(status: int) -> dict[str, str]:
     return {"Retry-After": "1"} if status == 503 else {}
 
 
-def _check_token(token: str | None, header: str | None) -> None:
+def _authorized(token: str | None, header: str | None) -> bool:
+    """Whether ``header`` is ``Bearer TOKEN`` (the scheme's name in any case, RFC 6750), or the
+    service has no token. The bare token, or another scheme, is not."""
     if token is None:
-        return
-    given = (header or "").removeprefix("Bearer ").encode()
-    if not hmac.compare_digest(given, token.encode()):
-        raise Refused(401, "a valid `Authorization: Bearer TOKEN` header is needed")
+        return True
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode())
 
 
 async def _read_json(request, limit: int) -> Any:
@@ -390,8 +374,6 @@ def listen(host: str, port: int) -> tuple[socket.socket, str]:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        from mcoder.errors import UsageError
-
         raise UsageError(
             f"cannot listen on {host}:{port}: {e.strerror or e}", hint="pick another --host or --port"
         ) from None
@@ -399,10 +381,37 @@ def listen(host: str, port: int) -> tuple[socket.socket, str]:
     return sock, f"http://{'[' + bound + ']' if ':' in bound else bound}:{port}"
 
 
+def loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def check_exposure(cfg: ServeConfig) -> None:
+    """A service others can reach runs their code: on an address other than loopback it needs a
+    token, or ``--no-auth`` said on purpose (then a warning)."""
+    if loopback(cfg.host):
+        return
+    if cfg.token is None and not cfg.no_auth:
+        raise UsageError(
+            f"--host {cfg.host} serves the network, and anyone who reaches it runs code: no token is set",
+            hint="set MCODER_JUDGE_TOKEN (or --token); or pass --no-auth where a firewall keeps others out",
+        )
+    if cfg.token is None:
+        warn(f"serving {cfg.host} without a token (--no-auth): anyone who reaches the port runs code")
+
+
 def serve(cfg: ServeConfig, judge_cfg: JudgeConfig, ready=print) -> None:
-    """Run the service until SIGTERM/SIGINT; ``ready(url)`` once it listens."""
+    """Run the service until SIGTERM/SIGINT; ``ready(url)`` once it listens. A SIGTERM stop
+    returns (exit 0): uvicorn raises the signal again once it has shut down, which a handler
+    here turns into a clean exit."""
     import uvicorn
 
+    check_exposure(cfg)
     app = make_app(cfg, judge_cfg)
     sock, url = listen(cfg.host, cfg.port)
     server = uvicorn.Server(
@@ -415,7 +424,13 @@ def serve(cfg: ServeConfig, judge_cfg: JudgeConfig, ready=print) -> None:
         ready(url)
 
     server.startup = startup
-    server.run(sockets=[sock])
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_cleanly) if main else None
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     if not server.started:
         from mcoder.errors import EnvironmentMissing
 

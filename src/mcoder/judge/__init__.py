@@ -15,5 +15,6 @@ completion: the last fenced Python block, else bare code):
   cleanup), and what it guarantees and what not;
 - ``compare``: whether an output or return value answers a test;
 - ``stage``: ``mcoder judge`` on files (shards, resume, progress, summary);
+- ``explain``: ``mcoder judge --explain``, one rollout judged again and every test printed;
 - ``config``: ``JudgeConfig``.
 """

@@ -68,6 +68,41 @@ def cache_key(code: str, tests_hash: str, limits: str) -> str:
     return h.hexdigest()
 
 
+class BytesLRU:
+    """A thread-safe LRU map of key -> value bounded by the values' sizes in bytes (as the caller
+    estimates them): what is put past the bound pushes out the least recently used. A value
+    larger than the whole bound is not kept."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.bytes = max_bytes, 0
+        self._d: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            entry = self._d.get(key)
+            if entry is None:
+                return None
+            self._d.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: str, value: Any, size: int) -> None:
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            if size > self.max_bytes:
+                return
+            self._d[key] = (value, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                _, (_, gone) = self._d.popitem(last=False)
+                self.bytes -= gone
+
+
 class ResultCache:
     """A thread-safe LRU map of key -> outcome."""
 

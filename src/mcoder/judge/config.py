@@ -50,6 +50,9 @@ class JudgeConfig:
     """Standard output (or return value text) a test may produce before it is stopped."""
     max_disk_mb: int = 64
     """Disk a candidate may fill in its own directory (a tmpfs of this size per worker, in memory)."""
+    rollout_wall_s: float = 300.0
+    """Wall-clock seconds all the tests of one rollout may take together (0: no bound): past it
+    the test running is stopped, the tests left are time_limit, and the verdict is returned."""
 
     # --- grading
     compare: Compare = "microcoder"
@@ -105,6 +108,10 @@ class JudgeConfig:
         self.allow_packages = tuple(self.allow_packages)
         if not 0 <= self.slot_cpus <= 1024:
             raise UsageError(f"--slot-cpus {self.slot_cpus} is out of range", hint="give 0 (no quota) to 1024")
+        if not 0 <= self.rollout_wall_s <= 86_400:
+            raise UsageError(
+                f"--rollout-wall-s {self.rollout_wall_s} is out of range", hint="give seconds, 0 for no bound"
+            )
         if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
             raise UsageError("process, output and disk limits must be positive")
         if not 1000 <= self.first_uid <= 2**31 - 1024:

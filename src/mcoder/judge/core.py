@@ -20,9 +20,14 @@ until then: it is never run a second time.
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
+import itertools
 import json
 import marshal
 import os
+import queue
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,14 +41,18 @@ from mcoder import safe_ast
 from mcoder.errors import DataError, McoderError
 from mcoder.extract import compile_program, extract_code
 from mcoder.judge import plain, sandbox, untrusted
-from mcoder.judge.cache import ResultCache, cache_key, limits_key, tests_digest
+from mcoder.judge.cache import BytesLRU, ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.harness import defined_names, imported_names
+from mcoder.judge.harness import BUDGET_DETAIL, defined_names, imported_names
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
 SHOWN_CHARS = 1000  # of input, expected and got in first_failure
+# Prepared tests kept across calls, by content, in bytes: a trainer's reward sends the same
+# problems as fresh objects call after call (a parquet row, a dataset column, a request body),
+# and each is prepared once and held once, however many objects stand for it.
+PREPARED_BYTES = 256 << 20
 # Contest libraries a worker imports itself, before it forks the tests of a program that imports
 # them (when the problem's profile shows them): each test's process then finds them loaded, as
 # the standard library's common modules, instead of spending ~0.1 s of CPU importing them again.
@@ -68,16 +77,22 @@ class Outcome:
     first_failure: dict[str, Any] | None = None
     matched_by: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    cut: bool = False  # stopped by a wall budget or a cancel: depends on load, never cached
 
 
 @dataclass(slots=True)
 class _Prepared:
-    """A problem's tests in the form the worker and the comparators want, built once per problem."""
+    """A problem's tests in the form the worker and the comparators want, built once per content
+    (the tests and fn_name, by their digest): every later problem object with the same tests gets
+    this one, and holds none of its own once its call is over."""
 
     groups: list[tuple[str, list[int], list[Any]]]  # (kind, test indexes, worker payload per test)
     expected_values: dict[int, Any]
     digest: str
     unprovable: str | None = None  # why no program can be shown right by these tests
+    tests: list[Test] = field(default_factory=list)  # the tests themselves (of the first problem seen)
+    fn_name: str | None = None
+    size: int = 0  # bytes it holds, about (what the interning LRU counts)
 
 
 class Judge:
@@ -90,9 +105,11 @@ class Judge:
         self.cache = ResultCache(self.cfg.cache_size)
         self._limits: dict[str, str] = {}  # library profile -> the cache key's limits part
         self._visible: dict[str, frozenset[str]] = {}  # library profile -> the packages it shows
-        self._prepared: dict[int, tuple[Problem, _Prepared]] = {}
+        self.prepared = BytesLRU(PREPARED_BYTES)  # tests digest -> _Prepared
         self.pool: Pool | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._running: dict[int, tuple[Any, threading.Event]] = {}  # id(worker) -> (worker, its call's cancel)
+        self._running_lock = threading.Lock()
 
     def __enter__(self) -> Self:
         self.pool = Pool(self.cfg)
@@ -117,14 +134,31 @@ class Judge:
 
     # ------------------------------------------------------------------ public
 
+    def cancel(self, event: threading.Event) -> None:
+        """Drop the work of the ``judge`` call given ``cancel=event`` (its client has gone): its
+        rollouts not started are not run, and those running are stopped now (their workers start
+        afresh). Its verdicts are time_limit and none is cached."""
+        event.set()
+        with self._running_lock:
+            workers = [w for w, e in self._running.values() if e is event]
+            for w in workers:  # under the lock: a worker still here runs this call's job
+                if self.pool is not None:
+                    self.pool.kill(w)
+
     def judge(
         self,
         problems_by_id: dict[str, Problem],
         rollouts: list[Rollout],
         on_verdict: Callable[[int, Verdict], None] | None = None,
+        *,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> list[Verdict]:
         """A verdict per rollout, in order. ``on_verdict(index, verdict)`` is called as each is
-        ready (from worker threads, one call at a time)."""
+        ready (from worker threads, one call at a time). ``deadline``: a ``time.monotonic()`` by
+        which the call returns (a request's wall budget): a rollout not started by then is
+        time_limit without a run, one running is stopped there. ``cancel``: an event that
+        ``Judge.cancel`` sets to drop the call's work."""
         if self.pool is None:
             raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
         verdicts: list[Verdict | None] = [None] * len(rollouts)
@@ -145,6 +179,7 @@ class Judge:
 
         waiting: dict[str, list[int]] = {}  # cache key -> rollouts that wait for that one run
         runs = []
+        seen: dict[int, _Prepared] = {}  # id(problem) -> its prepared tests, for this call only
         for i, r in enumerate(rollouts):
             problem = problems_by_id.get(r.problem_id)
             if problem is None:
@@ -157,7 +192,7 @@ class Judge:
             if quick is not None:
                 deliver(i, quick, False)
                 continue
-            prep = self._prepare(problem)
+            prep = self._prepare(problem, seen)
             if prep.unprovable is not None:
                 deliver(i, Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable}), False)
                 continue
@@ -174,12 +209,14 @@ class Judge:
         def run(key: str, code: str, compiled: Any, problem: Problem, prep: _Prepared) -> None:
             t0 = time.monotonic()
             try:
-                outcome = self._run(code, compiled, problem, prep)
+                outcome = self._run(code, compiled, problem, prep, deadline, cancel)
             except McoderError:
                 raise  # the host, not the candidate: a sandbox that cannot start is exit 4
             except Exception as e:  # noqa: BLE001 - the judge's code met something it cannot read
                 outcome = _refused(Outcome("accepted", 0, len(problem.tests)), e, time.monotonic() - t0)
-            if self.cfg.cache:
+            if cancel is not None and cancel.is_set():
+                outcome.cut = True  # dropped: whatever it says, it is not this program's outcome
+            if self.cfg.cache and not outcome.cut:
                 self.cache.put(key, outcome)
             first, *rest = waiting[key]
             deliver(first, outcome, False)
@@ -247,60 +284,89 @@ class Judge:
             return code, None, Outcome("wrong_answer", 0, 0, {"reason": "the problem has no tests"})
         return code, compiled, None
 
-    def _prepare(self, problem: Problem) -> _Prepared:
-        entry = self._prepared.get(id(problem))
-        if entry is not None and entry[0] is problem:
-            return entry[1]
-        prep = prepare_tests(problem)
-        if len(self._prepared) > 10_000:
-            self._prepared.clear()
-        self._prepared[id(problem)] = (problem, prep)
+    def _prepare(self, problem: Problem, seen: dict[int, _Prepared]) -> _Prepared:
+        """The problem's prepared tests, interned by content: a problem object seen before in this
+        call, else the tests' digest in the judge's LRU (bounded in bytes), else prepared now."""
+        prep = seen.get(id(problem))
+        if prep is None:
+            digest = tests_digest(problem.tests, problem.fn_name)
+            prep = self.prepared.get(digest)
+            if prep is None:
+                prep = prepare_tests(problem, digest)
+                self.prepared.put(digest, prep, prep.size)
+            seen[id(problem)] = prep
         return prep
 
-    def _run(self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared) -> Outcome:
+    def _run(
+        self, code: str, compiled_code: Any, problem: Problem, prep: _Prepared,
+        deadline: float | None = None, cancel: threading.Event | None = None, *,
+        cfg: JudgeConfig | None = None, grader: _Grader | None = None,
+    ) -> Outcome:
         """Run on a free worker, once. A worker that dies under the job (whoever killed it) is
         replaced, and the job ends there: the tests graded so far stand and the others fail
         with the worker's death as their reason. Running it again would let a program that can
-        kill its worker re-roll every failed guess."""
+        kill its worker re-roll every failed guess. The run's wall budget (``rollout_wall_s``
+        from its start, and the call's ``deadline``) ends it: its tests left are time_limit."""
         t0 = time.monotonic()
+        cfg = cfg or self.cfg
         compiled = marshal.dumps(compiled_code)
         limits = {
-            "timeout_s": self.cfg.timeout_s,
-            "memory_mb": self.cfg.memory_mb,
-            "max_processes": self.cfg.max_processes,
-            "max_output_bytes": int(self.cfg.max_output_mb * (1 << 20)),
-            "max_disk_mb": self.cfg.max_disk_mb,
+            "timeout_s": cfg.timeout_s,
+            "memory_mb": cfg.memory_mb,
+            "max_processes": cfg.max_processes,
+            "max_output_bytes": int(cfg.max_output_mb * (1 << 20)),
+            "max_disk_mb": cfg.max_disk_mb,
         }
         # the names the program binds itself (which the function under test must be one of),
         # read here rather than in every candidate process
         defined = sorted(defined_names(compiled_code)) if any(g[0] != "stdin" for g in prep.groups) else []
-        grader = _Grader(problem, prep, self.cfg)
+        grader = grader or _Grader(prep, cfg)
+        record = grader.results is not None  # every test's whole result kept (run_code, explain)
         allowed = self._allowed(self._profile(problem))
         preimport = self._preimports(compiled_code, allowed)
         try:
-            with self.pool.acquire() as worker:
-                # a worker that holds a library this problem's profile does not show starts afresh
-                worker.fit_imports(allowed, preimport)
-                for kind, indexes, payload in prep.groups:
-                    if kind == "functional":
-                        _functional(
-                            worker, compiled, code, problem, limits, self.cfg, indexes, payload, grader, defined, preimport
-                        )
-                    else:
-                        job = {
-                            "kind": kind,
-                            "code": compiled,
-                            "source": code,
-                            "fn_name": problem.fn_name,
-                            "limits": limits,
-                            "early_exit": self.cfg.early_exit,
-                            "defined": defined,
-                            "profile": self._profile(problem),
-                            "preimport": preimport,
-                        }
-                        worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
-                    if grader.stopped:
-                        break
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if cancel is not None and cancel.is_set():
+                raise queue.Empty
+            with self.pool.acquire(wait) as worker:
+                budget_end = self._budget_end(deadline)
+                with self._running_lock:
+                    self._running[id(worker)] = (worker, cancel)
+                try:
+                    # a worker that holds a library this problem's profile does not show starts afresh
+                    worker.fit_imports(allowed, preimport)
+                    for kind, indexes, payload in prep.groups:
+                        if cancel is not None and cancel.is_set():  # (the worker is not replaced for it)
+                            grader.budget_spent(indexes[0])
+                            break
+                        if budget_end is not None and time.monotonic() >= budget_end:
+                            grader.budget_spent(indexes[0])
+                            break
+                        if kind == "functional":
+                            _functional(worker, compiled, code, problem, limits, cfg, indexes, payload, grader,
+                                        defined, preimport, budget_end)  # fmt: skip
+                        else:
+                            job = {
+                                "kind": kind,
+                                "code": compiled,
+                                "source": code,
+                                "fn_name": problem.fn_name,
+                                "limits": limits,
+                                "early_exit": cfg.early_exit,
+                                "defined": defined,
+                                "profile": self._profile(problem),
+                                "preimport": preimport,
+                                "deadline": budget_end,
+                                "full_output": record,
+                            }
+                            worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
+                        if grader.stopped:
+                            break
+                finally:
+                    with self._running_lock:
+                        self._running.pop(id(worker), None)
+        except queue.Empty:  # no worker came free before the call's deadline (or it was cancelled)
+            grader.budget_spent(0)
         except WorkerDied as e:
             grader.worker_died(list(range(len(problem.tests))), str(e))
         except McoderError:
@@ -308,6 +374,70 @@ class Judge:
         except Exception as e:  # noqa: BLE001 - the job stopped on something the judge could not read
             grader.refuse(None, e)  # (the worker it ran on was replaced on the way out)
         return grader.outcome(time.monotonic() - t0)
+
+    def run_code(
+        self, code: str, stdin: str = "", *, deadline: float | None = None, cancel: threading.Event | None = None
+    ) -> dict[str, Any]:
+        """Run ``code`` (a program as it is: never looked for in a completion, so nothing it
+        contains is refused) once on ``stdin``, as one stdin test under the judge's limits,
+        never cached. Returns ``status`` (ok, compile_error, runtime_error, time_limit,
+        memory_limit, judge_refused), ``stdout`` (all of it, up to ``max_output_mb``),
+        ``stderr`` (its end), ``detail`` and ``elapsed_s``."""
+        if self.pool is None:
+            raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
+        compiled, error = compile_program(code)
+        if compiled is None:
+            return {"status": "compile_error", "stdout": "", "stderr": error or "", "detail": error, "elapsed_s": 0.0}
+        problem = Problem(id="run_code", source="run_code", question="", tests=[Test(stdin, "")])
+        prep = prepare_tests(problem)
+        grader = _Grader(prep, self.cfg, record=True)
+        outcome = self._run(code, compiled, problem, prep, deadline, cancel, grader=grader)
+        res = grader.results.get(0) or {"status": outcome.status, **(outcome.first_failure or {})}
+        status = "ok" if res.get("status") == "wrong_answer" else res.get("status")  # compared with nothing
+        return {
+            "status": status if status in ("ok", "runtime_error", "time_limit", "memory_limit") else "judge_refused",
+            "stdout": res.get("stdout") or "",
+            "stderr": res.get("stderr") or "",
+            "detail": res.get("detail") or res.get("reason"),
+            "elapsed_s": round(outcome.elapsed_s, 6),
+        }
+
+    def explain(self, problem: Problem, completion: str) -> tuple[Verdict, list[dict[str, Any]]]:
+        """Judge one completion again, every test run (no early exit) and none from the cache,
+        and keep each test's whole result: the verdict, and per test its ``index``, ``kind``,
+        ``input``, ``expected``, ``got`` (the program's output or return value), ``status``, the
+        ``rule`` that accepted it (None when it failed), ``detail``, ``stderr``, ``wall_s``,
+        ``cpu_s`` and ``mem_kb`` (the last two where the worker measured them)."""
+        if self.pool is None:
+            raise RuntimeError("use Judge as a context manager: `with Judge(cfg) as judge: ...`")
+        rollout = Rollout(id="explain", problem_id=problem.id, completion=completion)
+        code, compiled, quick = self._program(problem, completion)
+        if quick is not None:
+            return self._verdict(rollout, quick, False), []
+        prep = self._prepare(problem, {})
+        if prep.unprovable is not None:
+            quick = Outcome("wrong_answer", 0, len(problem.tests), {"reason": prep.unprovable})
+            return self._verdict(rollout, quick, False), []
+        cfg = dataclasses.replace(self.cfg, early_exit=False)
+        grader = _Grader(prep, cfg, record=True)
+        outcome = self._run(code, compiled, problem, prep, cfg=cfg, grader=grader)
+        reports = []
+        for i, t in enumerate(prep.tests):
+            res = grader.results.get(i, {"status": "not run"})
+            reports.append({
+                "index": i, "kind": t.kind, "input": t.input, "expected": t.output, "got": res.get("got"),
+                "status": res["status"], "rule": res.get("rule"), "detail": res.get("detail"),
+                "stderr": res.get("stderr") or "", "wall_s": res.get("t"), "cpu_s": res.get("cpu"),
+                "mem_kb": res.get("mem_kb"),
+            })  # fmt: skip
+        return self._verdict(rollout, outcome, False), reports
+
+    def _budget_end(self, deadline: float | None) -> float | None:
+        """When a run starting now must end: its own wall budget, or the call's deadline."""
+        ends = [time.monotonic() + self.cfg.rollout_wall_s] if self.cfg.rollout_wall_s > 0 else []
+        if deadline is not None:
+            ends.append(deadline)
+        return min(ends) if ends else None
 
     def _verdict(self, r: Rollout, o: Outcome, cached: bool) -> Verdict:
         passed = o.status == "accepted"
@@ -334,13 +464,14 @@ class _Grader:
     """Compares results as they stream in and keeps the tally of one run. Total on what the
     candidate sent: whatever it cannot read or compare ends the run as ``judge_refused``."""
 
-    def __init__(self, problem: Problem, prep: _Prepared, cfg: JudgeConfig):
-        self.problem, self.prep, self.cfg = problem, prep, cfg
+    def __init__(self, prep: _Prepared, cfg: JudgeConfig, record: bool = False):
+        self.tests, self.prep, self.cfg = prep.tests, prep, cfg
+        self.results: dict[int, dict] | None = {} if record else None  # index -> the test's whole result
         self.max_out = int(cfg.max_output_mb * (1 << 20))
         self.passed, self.matched = 0, []
         self.status = "accepted"
         self.first_failure: dict[str, Any] | None = None
-        self.stopped = self.refused = False
+        self.stopped = self.refused = self.cut = False
         self.graded: set[int] = set()
 
     def receive(self, indexes: list[int], res: Any) -> bool:
@@ -365,20 +496,26 @@ class _Grader:
             return self.refuse(index, e)
 
     def _take(self, index: int, res: dict) -> bool:
-        test = self.problem.tests[index]
+        test = self.tests[index]
         self.graded.add(index)
+        if res["status"] == "time_limit" and res.get("detail") == BUDGET_DETAIL:
+            self.cut = True
         got = None
         if res["status"] == "ok":
             rule, got = self._compare(index, test, res)
             if rule is not None:
                 self.passed += 1
                 self.matched.append(rule)
+                if self.results is not None:
+                    self.results[index] = {**res, "rule": rule, "got": got() if callable(got) else got}
                 return True
             status = "wrong_answer"
             got = got() if callable(got) else got
         else:
             status = res["status"]
             got = res.get("stdout") or None  # what a crashed or stopped program printed first
+        if self.results is not None:
+            self.results[index] = {**res, "status": status, "rule": None, "got": got}
         if self.first_failure is None:
             self.status = status
             self.first_failure = {
@@ -389,6 +526,10 @@ class _Grader:
                 "stderr": (res.get("stderr") or "")[-SHOWN_CHARS:],
                 "detail": res.get("detail"),
             }
+            text = status == "wrong_answer" and test.kind == "stdin" and isinstance(got, str)
+            diff = first_difference(test.output, got) if text else None  # (a value's repr is not its JSON)
+            if diff is not None:
+                self.first_failure["diff"] = diff
         if self.cfg.early_exit:
             self.stopped = True
             return False
@@ -420,6 +561,13 @@ class _Grader:
             return None, "<a reply that is not plain data>"
         return compare_value(self.prep.expected_values[index], value, mode), lambda: _repr(value)
 
+    def budget_spent(self, first: int) -> None:
+        """The run's wall budget ran out before test ``first``: it and every test after it that
+        has no result are time limits."""
+        for i in range(first, len(self.tests)):
+            if i not in self.graded and not self.take(i, {"status": "time_limit", "detail": BUDGET_DETAIL}):
+                return
+
     def worker_died(self, indexes: list[int], why: str) -> None:
         for i in [i for i in indexes if i not in self.graded]:
             if not self.take(i, {"status": "runtime_error", "detail": untrusted.text(f"judge worker died: {why}", 300)}):
@@ -427,7 +575,7 @@ class _Grader:
 
     def outcome(self, elapsed: float) -> Outcome:
         return Outcome(
-            self.status, self.passed, len(self.problem.tests), self.first_failure, self.matched, elapsed
+            self.status, self.passed, len(self.tests), self.first_failure, self.matched, elapsed, self.cut
         )
 
 
@@ -456,12 +604,15 @@ def _repr(value: Any) -> str:
 def _functional(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
     indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
+    deadline: float | None = None,
 ) -> None:
     """Functional tests: the candidate serves calls in its worker, the checks run in the slot's
     checks worker, joined by two pipes made here; the checks worker's reports decide each test.
     The candidate's worker never receives the checks' source."""
     try:
-        _functional_run(worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined, preimport)
+        _functional_run(
+            worker, compiled, code, problem, limits, cfg, indexes, payload, grader, defined, preimport, deadline
+        )
     except (WorkerDied, BrokenPipeError, OSError) as e:
         worker.restart()  # the checks worker with it
         raise WorkerDied(str(e)) from None
@@ -470,6 +621,7 @@ def _functional(
 def _functional_run(
     worker, compiled: bytes, code: str, problem: Problem, limits: dict, cfg: JudgeConfig,
     indexes: list[int], payload: list, grader: _Grader, defined: list[str], preimport: list[str] = (),
+    deadline: float | None = None,
 ) -> None:
     checks = worker.checks()
     req_r, req_w = os.pipe()
@@ -483,7 +635,8 @@ def _functional_run(
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
          "fds": True, "n_tests": len(indexes), "defined": defined,
-         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport)}
+         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport),
+         "deadline": deadline}
     )
     checks.send(
         {"kind": "check", "tests": payload, "fn_name": problem.fn_name, "limits": limits,
@@ -554,23 +707,30 @@ def literal_value(text: str) -> tuple[Any, bool]:
         return None, False
 
 
-def prepare_tests(problem: Problem) -> _Prepared:
+def prepare_tests(problem: Problem, digest: str | None = None) -> _Prepared:
     """Group the tests by kind (in order) and pre-parse what the worker and comparators need."""
     groups: list[tuple[str, list[int], list[Any]]] = []
     expected: dict[int, Any] = {}
+    size = 0
     for i, t in enumerate(problem.tests):
         if not groups or groups[-1][0] != t.kind:
             groups.append((t.kind, [], []))
         kind, idx, payload = groups[-1]
         idx.append(i)
+        size += sys.getsizeof(t.input) + sys.getsizeof(t.output) + 200
         if kind == "stdin":
             payload.append(t.input.encode("utf-8", "surrogateescape"))
+            size += sys.getsizeof(payload[-1])
         elif kind == "call":
             payload.append(_call_args(problem, i, t))
             expected[i] = _json(problem, i, "output", t.output)
+            size += 4 * (len(t.input) + len(t.output))  # parsed JSON: objects of a few times its text
         else:
             payload.append((t.input, _calls_check(problem, i, t.input)))
-    return _Prepared(groups, expected, tests_digest(problem.tests, problem.fn_name), _unprovable(problem, expected))
+    digest = digest or tests_digest(problem.tests, problem.fn_name)
+    return _Prepared(
+        groups, expected, digest, _unprovable(problem, expected), list(problem.tests), problem.fn_name, size
+    )
 
 
 def _unprovable(problem: Problem, expected: dict[int, Any]) -> str | None:
@@ -630,3 +790,72 @@ def _calls_check(problem: Problem, i: int, source: str) -> bool:
 
 def _shown(text: str) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
+
+
+DIFF_CONTEXT_LINES = 2  # lines of expected and got shown before and after the first difference
+DIFF_LINE_CHARS = 120  # of each shown line, around the first differing column
+DIFF_MAX_LINES = 10_000  # lines of expected and got read for their first difference
+
+
+def first_difference(expected: str, got: str) -> dict[str, Any] | None:
+    """Where ``got`` first differs from ``expected``, read as text (trailing blanks of a line, and
+    blank lines at the end, do not count): its ``line`` and ``column`` (from 1), the ``token`` (the
+    whitespace-separated word, from 0) it falls in, and a window of each around it: ``window_line``
+    (the number of the window's first line), ``expected`` and ``got`` (those lines, each cut to
+    ``DIFF_LINE_CHARS`` around the column). None when they do not differ so read, or not within
+    their first ``DIFF_MAX_LINES`` lines (not looked for further: the judge's comparison is what
+    decides, this only shows a person where). Read a line at a time: a comparison of megabytes of
+    output holds a few lines, never a list of them."""
+    exp, out = _lines(expected), _lines(got)
+    before: collections.deque = collections.deque(maxlen=DIFF_CONTEXT_LINES)
+    start = 0  # where the expected line starts in ``expected``
+    for line, (raw, b) in enumerate(itertools.islice(itertools.zip_longest(exp, out), DIFF_MAX_LINES)):
+        a, b = (raw or "").rstrip(), (b or "").rstrip()
+        if a != b:
+            break
+        before.append((a, b))
+        start += len(raw) + 1 if raw is not None else 0
+    else:
+        return None
+    tokens = _count_tokens(expected, min(start, len(expected)))
+    column = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    head = a[:column]
+    inside = bool(head) and not head[-1].isspace()  # the difference falls in a word begun before it
+    after = list(itertools.islice(itertools.zip_longest(exp, out, fillvalue=""), DIFF_CONTEXT_LINES))
+    rows = [*before, (a, b), *after]
+    start = max(0, column - DIFF_LINE_CHARS // 2)
+    window = lambda k: "\n".join(_cut(r[k], start) for r in rows).rstrip("\n")
+    return {"line": line + 1, "column": column + 1, "token": tokens + len(head.split()) - inside,
+            "window_line": line + 1 - len(before), "expected": window(0), "got": window(1)}  # fmt: skip
+
+
+def _lines(text: str):
+    """The lines of ``text`` one at a time (without their line feeds), none held."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            if start < len(text):
+                yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _count_tokens(text: str, end: int, chunk: int = 1 << 16) -> int:
+    """The whitespace-separated words of ``text[:end]``, counted a chunk at a time (each chunk
+    cut after a blank, so no word is counted twice)."""
+    count, start = 0, 0
+    while start < end:
+        stop = min(end, start + chunk)
+        while stop < end and not text[stop - 1].isspace():
+            stop += 1
+        count += len(text[start:stop].split())
+        start = stop
+    return count
+
+
+def _cut(line: str, start: int) -> str:
+    """``line`` from ``start``, ``DIFF_LINE_CHARS`` of it, with "..." where it was cut."""
+    part = line[start : start + DIFF_LINE_CHARS]
+    return ("..." if start > 0 else "") + part + ("..." if len(line) > start + DIFF_LINE_CHARS else "")

@@ -41,8 +41,14 @@ CANDIDATE_ENV = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    "PYTHONHASHSEED": "0",  # the workers' own (pool.CANDIDATE_HASH_SEED), for a Python the program starts
 }
 EXIT_MEMORY = 86  # the process ran out of memory before it could report
+STDERR_TAIL = 2000  # characters of a test's stderr the worker keeps (its end)
+# The detail of a test stopped, or never started, because its rollout's wall budget was spent
+# (``JudgeConfig.rollout_wall_s``, or what is left of a request's): set by the worker and the
+# judge only, and read with the status time_limit (a program's own exception is runtime_error).
+BUDGET_DETAIL = "the rollout's wall-time budget ran out"
 
 # Names LeetCode's Python environment has in scope, and its node classes.
 LEETCODE_PRELUDE = """\

@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import queue
+import select
 import shutil
 import socket
 import subprocess
@@ -20,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from mcoder.console import warn
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import framing, sandbox
 from mcoder.judge.config import JudgeConfig
@@ -27,7 +29,11 @@ from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
 _SRC_DIR = str(Path(__file__).resolve().parents[2])  # the folder that holds the mcoder package
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from mcoder.judge.worker import main; main()"
-_START_TIMEOUT_S = 60.0
+_START_TIMEOUT_S = 60.0  # a worker that is not ready by then is killed and replaced
+# The string-hash seed of every worker, and so of every candidate forked from one: a program's
+# set and dict order of strings (its output, when it prints one) is the same in every run and on
+# every machine, so the same program gets the same verdict. Python reads it only at start-up.
+CANDIDATE_HASH_SEED = "0"
 
 
 class WorkerDied(Exception):
@@ -107,10 +113,12 @@ class Worker:
         setup["fd_socket"] = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+                # -I would ignore PYTHONHASHSEED with every other PYTHON* variable: the environment
+                # is given whole here instead, and -s -P keep the rest of isolated mode
+                [sys.executable, "-s", "-P", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": CANDIDATE_HASH_SEED},
                 cwd=self.base,
                 close_fds=True,
                 pass_fds=[theirs.fileno()],
@@ -134,6 +142,23 @@ class Worker:
         return self._recv()
 
     def wait_ready(self) -> None:
+        """Wait for the worker to say it is in the sandbox and ready. One that says nothing within
+        ``_START_TIMEOUT_S`` (hung while starting) is killed and another started in its place,
+        with a warning; a second that hangs too is the host's fault (EnvironmentMissing)."""
+        for attempt in (1, 2):
+            ready, _, _ = select.select([self.proc.stdout], [], [], _START_TIMEOUT_S)
+            if ready:
+                break
+            self.proc.kill()
+            self.close(keep_lease=True)
+            if attempt == 2:
+                raise EnvironmentMissing(
+                    f"judge worker {self.slot} did not start within {_START_TIMEOUT_S:g} s, twice",
+                    hint="the machine may be overloaded or out of memory; try fewer --workers",
+                )
+            warn(f"judge worker {self.slot} did not start within {_START_TIMEOUT_S:g} s: it was killed, "
+                 "and another starts in its place")  # fmt: skip
+            self.spawn()
         kind, payload = self._recv()
         if kind != "ready":
             self.close()
@@ -235,13 +260,13 @@ class Pool:
             raise
 
     @contextlib.contextmanager
-    def acquire(self):
-        """A free worker. One whose job stopped on an exception (in the judge's code or the
-        worker's) is in the middle of its protocol: it is replaced by a fresh process before it
-        goes back, never reused as it is."""
+    def acquire(self, timeout: float | None = None):
+        """A free worker (``queue.Empty`` when none is free within ``timeout`` seconds). One whose
+        job stopped on an exception (in the judge's code or the worker's) is in the middle of its
+        protocol: it is replaced by a fresh process before it goes back, never reused as it is."""
         if self.aborted:
             raise WorkerDied("the judge was interrupted")
-        w = self.free.get()
+        w = self.free.get(timeout=timeout)
         if not w.alive():  # ended after its last job's reply: the next candidate gets a fresh one
             self._replace(w)
         try:
@@ -258,10 +283,16 @@ class Pool:
         """Ctrl-C: no job starts any more, and the running ones end now (their workers killed)."""
         self.aborted = True
         for w in self.workers:
-            for proc in (w.proc, w.checker and w.checker.proc):
-                if proc is not None:
-                    with contextlib.suppress(OSError):
-                        proc.kill()
+            self.kill(w)
+
+    @staticmethod
+    def kill(w: Worker) -> None:
+        """End ``w``'s job now: its processes are killed (the job ends as WorkerDied, and the
+        worker starts afresh)."""
+        for proc in (w.proc, w.checker and w.checker.proc):
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
 
     @staticmethod
     def _replace(w: Worker) -> None:

@@ -24,7 +24,8 @@ the same with a user namespace of the judge's own in place of the unused user id
   next test or rollout, and no memory stays pinned), no network (not even loopback), no Unix
   socket (socket(AF_UNIX) is refused, abstract and pathname alike; no netlink either), no
   nested namespaces, mount, ptrace, process_vm_*, bpf, keyctl, perf_event_open, userfaultfd,
-  io_uring or kernel-module calls (seccomp), no setuid way back (no_new_privs).
+  io_uring or kernel-module calls, no change of its own scheduling (priority, policy, CPUs)
+  (seccomp), no setuid way back (no_new_privs).
 - Files: it reads the standard library, the system's shared libraries and /etc (no other
   interpreter's folders), a few devices, the installed libraries of a contest platform
   (``libraries``; ``auto``: the problem's own platform's) and the packages named with
@@ -35,7 +36,9 @@ the same with a user namespace of the judge's own in place of the unused user id
   of a busy machine however many processes its candidate forks, and a quota of ``slot_cpus``.
 - Limits: CPU time per test (its whole tree's, from the slot's cgroup where the host has one),
   checked while it runs and when it exits, with a wall-clock backstop of ``wall_factor`` (3x)
-  for programs that sleep, which does not count time spent waiting for a CPU; memory per
+  for programs that sleep, which does not count time spent waiting for a CPU (less the time
+  asleep: a program may not change its own priority, policy or CPUs, so it waits for a CPU only
+  while it asks for one, and then gets its fair share, which its CPU limit counts); memory per
   process (RLIMIT_AS), and for the whole tree where a cgroup can be made (cgroup v1 memory, or
   v2 where the memory controller is delegated); processes (RLIMIT_NPROC of its user id), open
   files, file size, output size.
@@ -717,7 +720,10 @@ def fork_into_namespaces() -> int:
 
 # The calls a candidate never needs and that widen what it can reach: namespaces, mounts, tracing
 # other processes, BPF, keyrings, io_uring (it would bypass this filter), kernel modules, clocks,
-# and sync()/syncfs() (which make the host flush every dirty page of every disk).
+# sync()/syncfs() (which make the host flush every dirty page of every disk), and its own
+# scheduling (priority, policy, CPUs): a program that made itself SCHED_IDLE and pinned itself
+# to a busy CPU waited for that CPU at every wake-up, and the wall backstop took that waiting for
+# load (it held its slot 12 times its limit while asleep).
 _DENIED = {
     "x86_64": {
         "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
@@ -733,6 +739,8 @@ _DENIED = {
         "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312, "iopl": 172, "ioperm": 173,
         "modify_ldt": 154, "uselib": 134, "memfd_secret": 447, "lookup_dcookie": 212,
         "sync": 162, "syncfs": 306,
+        "setpriority": 141, "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+        "sched_setattr": 314,
     },
     "aarch64": {
         "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
@@ -747,6 +755,8 @@ _DENIED = {
         "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "vhangup": 58, "fanotify_init": 262,
         "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 272, "memfd_secret": 447,
         "sync": 81, "syncfs": 267,
+        "setpriority": 140, "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+        "sched_setattr": 274,
     },
 }
 _ARCH = {"x86_64": (0xC000003E, 56, 435, 41), "aarch64": (0xC00000B7, 220, 435, 198)}  # audit arch, clone, clone3, socket

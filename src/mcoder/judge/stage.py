@@ -63,7 +63,7 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
     name = display_name(path)
     ids = UniqueIds(path, field="id")
     out = []
-    for lineno, r in _numbered_rollouts(path):
+    for lineno, r in numbered_rollouts(path):
         ids.add(r.id, lineno)
         if r.problem_id not in problems:
             raise DataError(
@@ -86,7 +86,7 @@ def read_rollouts(path: Path | str, problems: dict[str, Problem], shard: Shard) 
     return out
 
 
-def _numbered_rollouts(path: Path | str) -> Iterator[tuple[int, Rollout]]:
+def numbered_rollouts(path: Path | str) -> Iterator[tuple[int, Rollout]]:
     """Rollouts JSONL, or a LiveCodeBench results file (*_eval_all.json) whose code_list is judged."""
     from mcoder.formats import lcb_results
 

@@ -80,9 +80,13 @@ def admit(res: Any, n_results: int | None, max_stdout: int) -> dict:
         if len(value) > max_stdout + 4096:
             raise Refused("a return value longer than the output cap")
         out["value"] = bytes(value)
-    t = res.get("t")
-    if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
-        out["t"] = float(t)
+    for key in ("t", "cpu"):  # seconds the test took (the worker's measures)
+        t = res.get(key)
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
+            out[key] = float(t)
+    mem = res.get("mem_kb")
+    if type(mem) is int and mem >= 0:
+        out["mem_kb"] = mem
     return out
 
 

@@ -63,7 +63,7 @@ PREIMPORTS = [
 ]
 
 EXIT_SETUP = 71  # the child could not enter the sandbox (a fault of the judge or the host)
-STDERR_TAIL = 2000
+STDERR_TAIL = harness.STDERR_TAIL
 STDOUT_SHOWN = 2000  # of a failed test's output, sent back for first_failure
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -93,11 +93,14 @@ class Clock:
     and again when it exits or replies; and wall seconds against ``limit_s * wall_factor`` as a
     backstop for a program that sleeps or blocks. A busy machine slows the wall clock, not the
     CPU clock: the time the program was runnable but got no CPU (its tree's CPU pressure where
-    the slot has a cgroup for it, else its run-queue wait) is not counted against the backstop,
-    up to ``STALL_CEILING`` times the backstop, so load does not turn a pass into a time limit."""
+    the slot has a cgroup for it, else its run-queue wait), less the time it was neither running
+    nor waiting, is not counted against the backstop, up to ``STALL_CEILING`` times the backstop,
+    so load does not turn a pass into a time limit, and a sleeper gets nothing back."""
 
-    def __init__(self, pid: int, limit_s: float):
-        self.pid, self.limit = pid, limit_s
+    def __init__(self, pid: int, limit_s: float, deadline: float | None = None):
+        """``deadline``: the monotonic time at which the rollout's wall budget is spent (None:
+        no budget); no wait, and no credit for CPU starvation, goes past it."""
+        self.pid, self.limit, self.deadline = pid, limit_s, math.inf if deadline is None else deadline
         self.restart(limit_s)
 
     def restart(self, limit_s: float) -> None:
@@ -106,7 +109,7 @@ class Clock:
         self.first_look = now + limit_s  # no CPU limit can be reached before this
         self.backstop = limit_s * SETUP.get("wall_factor", 3.0)
         self.wall_start = now
-        self.wall_end = now + self.backstop
+        self.wall_end = min(now + self.backstop, self.deadline)
         self.cpu0 = self._cpu()
         self.stall0 = self._stall()
 
@@ -145,12 +148,23 @@ class Clock:
 
     def _backstop_due(self, now: float) -> bool:
         """Whether the wall clock is past the backstop once the time spent waiting for a CPU is
-        taken off (read only when the plain wall clock is past it: no cost before)."""
+        taken off (read only when the plain wall clock is past it: no cost before).
+
+        The credit is the tree's waiting less the time it neither ran nor waited (asleep or
+        blocked): a program that was runnable all along gets all its waiting back, one that slept
+        gets none, and one that wakes often to wait a little each time gets what it waited beyond
+        what it slept. A program cannot wait without asking for a CPU, and with its priority,
+        policy and CPUs fixed (seccomp) the scheduler hands a program that asks its fair share,
+        which its CPU limit counts: waiting is bought with CPU time, at the price load sets."""
         if now < self.wall_end:
             return False
-        ceiling = self.wall_start + self.backstop * STALL_CEILING
+        if now >= self.deadline:
+            return True
+        ceiling = min(self.wall_start + self.backstop * STALL_CEILING, self.deadline)
         stalled = max(0.0, self._stall() - self.stall0)
-        self.wall_end = min(self.wall_start + self.backstop + stalled, ceiling)
+        idle = max(0.0, (now - self.wall_start) - self.used() - stalled)
+        credit = max(0.0, stalled - idle)
+        self.wall_end = min(self.wall_start + self.backstop + credit, ceiling)
         return now >= self.wall_end
 
     def wait_s(self) -> float:
@@ -168,7 +182,10 @@ class Clock:
         return min(self.wall_end - now, max(left, 0.005))
 
     def expired(self) -> str | None:
-        if self._backstop_due(time.monotonic()):
+        now = time.monotonic()
+        if now >= self.deadline:
+            return "budget"
+        if self._backstop_due(now):
             return "wall-clock backstop"
         if self.used() >= self.limit:
             return "CPU-time limit"
@@ -415,7 +432,8 @@ def outcome(child: Child, event: str, rep: dict | None) -> dict:
     """The raw result of a test from what the child reported and how it ended."""
     res = {"stderr": child.err[-STDERR_TAIL:].decode("utf-8", "replace")}
     if event == "timeout":  # one text for the CPU limit and the backstop: verdicts must not vary with load
-        return {**res, "status": "time_limit", "detail": "time limit"}
+        budget = child.why_timeout == "budget"
+        return {**res, "status": "time_limit", "detail": harness.BUDGET_DETAIL if budget else "time limit"}
     if event == "output_limit":
         return {**res, "status": "runtime_error", "detail": "output limit exceeded"}
     if child.out_of_memory():
@@ -461,12 +479,19 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i in range(job["n"]):
         data = job["inputs"][i]
+        if _budget_spent(job):  # the tests left are time limits, run or not
+            if pending and not proto.recv():
+                return
+            _send_result(proto, job, _budget_result(i))
+            pending = job["early_exit"]
+            continue
         if i:
             _next_test_dir(job)  # each test starts as if the program ran alone
         t0 = time.monotonic()
         child = fork_child(job, timeout, data, lambda: harness.run_stdin(job["code"]))
         try:
-            event, rep, pending, go_on = _watch_stdin_test(proto, child, Clock(child.pid, timeout), pending)
+            clock = Clock(child.pid, timeout, job.get("deadline"))
+            event, rep, pending, go_on = _watch_stdin_test(proto, child, clock, pending)
             if pending:
                 go_on, pending = bool(proto.recv()), False
         finally:
@@ -477,13 +502,23 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
         res = outcome(child, event, rep)
         if res["status"] == "ok" and event == "exit" and child.status != 0:
             res.update(_exit_outcome(child.status))
-        res.update(i=i, t=time.monotonic() - t0)
-        out = child.out if res["status"] == "ok" else child.out[:STDOUT_SHOWN]  # a failure shows its start
+        res.update(i=i, t=time.monotonic() - t0, cpu=child.cpu_s, mem_kb=child.maxrss_kb)
+        whole = res["status"] == "ok" or job.get("full_output")
+        out = child.out if whole else child.out[:STDOUT_SHOWN]  # a failure shows its start
         res["stdout"] = out.decode("utf-8", "replace")
         _send_result(proto, job, res)
         pending = job["early_exit"]
     if pending:
         proto.recv()
+
+
+def _budget_spent(job: dict) -> bool:
+    return job.get("deadline") is not None and time.monotonic() >= job["deadline"]
+
+
+def _budget_result(i: int) -> dict:
+    """A test not run: its rollout's wall budget was spent before it."""
+    return {"status": "time_limit", "detail": harness.BUDGET_DETAIL, "stderr": "", "stdout": "", "i": i, "t": 0.0}
 
 
 def _send_result(proto: Protocol, job: dict, res: dict) -> None:
@@ -528,6 +563,12 @@ def run_call_job(proto: Protocol, job: dict) -> None:
     timeout = job["limits"]["timeout_s"]
     n, start = job["n"], 0
     while start < n:
+        if _budget_spent(job):  # no fresh child for tests that could not run
+            for i in range(start, n):
+                _send_result(proto, job, _budget_result(i))
+                if job["early_exit"] and not proto.recv():
+                    return
+            return
         left = n - start
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
@@ -553,9 +594,15 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
     from mcoder.judge import plain
 
     timeout = job["limits"]["timeout_s"]
-    clock = Clock(child.pid, timeout)
+    clock = Clock(child.pid, timeout, job.get("deadline"))
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i in range(start, n):
+        if _budget_spent(job):  # the tests left are time limits, run or not
+            if pending and not proto.recv():
+                return n
+            _send_result(proto, job, _budget_result(i))
+            pending = job["early_exit"]
+            continue
         t0 = time.monotonic()
         clock.restart(timeout)
         if i > start:
@@ -580,6 +627,8 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
             if event == "exit" and res["status"] == "ok":
                 res = {**res, "status": "runtime_error", "detail": "the program exited before this test"}
         res.update(i=i, t=time.monotonic() - t0)
+        if job.get("full_output"):  # a test read by a person: what it cost, as far as one process tells
+            res.update(cpu=clock.used(), mem_kb=_peak_kb(child.pid) if child.status is None else child.maxrss_kb)
         _send_result(proto, job, res)
         pending = job["early_exit"]
         if event != "report":  # the child is gone: a fresh one goes on, unless the judge stops
@@ -587,6 +636,18 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
     if pending:
         proto.recv()
     return n
+
+
+def _peak_kb(pid: int) -> int:
+    """The most resident memory process ``pid`` has had so far, in KiB (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _call_result(child: Child, frame: bytes) -> dict:
@@ -621,7 +682,7 @@ def run_serve_job(proto: Protocol, job: dict, fds: list[int]) -> None:
     watches its time, memory and output, until the judge says the checks are over."""
     timeout = job["limits"]["timeout_s"] * job["n_tests"]
     child = fork_child(job, timeout, b"", _server(job), fds, report=False)
-    clock = Clock(child.pid, timeout)
+    clock = Clock(child.pid, timeout, job.get("deadline"))
     event = "watch"
     try:
         event = child.next_event(clock, proto.rfd)

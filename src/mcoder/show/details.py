@@ -91,18 +91,27 @@ def verdict_line(s: Shown) -> str:
 
 
 def failure(s: Shown) -> dict[str, str | None] | None:
-    """The first failing test: index, input, expected, got, stderr, reason; None if none failed."""
+    """The first failing test: index, input, expected, got, stderr, reason, and where the first
+    difference is (``where``, with ``window_expected`` and ``window_got`` around it, when the
+    judge recorded it); None if none failed."""
     ff = s.verdict.first_failure if s.verdict is not None else None
     if not ff:
         return None
-    return {
+    out = {
         "index": str(ff["index"]) if ff.get("index") is not None else None,
         "input": ff.get("input"),
         "expected": ff.get("expected"),
         "got": ff.get("got"),
         "stderr": (ff.get("stderr") or "").strip() or None,
         "reason": ff.get("reason") or ff.get("detail"),
+        "where": None,
     }
+    d = ff.get("diff")
+    if isinstance(d, dict) and all(isinstance(d.get(k), int) for k in ("line", "column", "token", "window_line")):
+        out["where"] = f"line {d['line']}, column {d['column']} (token {d['token']})"
+        out["window_line"] = str(d["window_line"])
+        out["window_expected"], out["window_got"] = str(d.get("expected", "")), str(d.get("got", ""))
+    return out
 
 
 def diff_lines(expected: str, got: str | None) -> list[str]:

@@ -89,9 +89,14 @@ def _failure(ff: dict[str, str | None]) -> Group:
         parts.append(
             Panel(Text(ff["input"].rstrip("\n")), title="input", title_align="left", border_style="dim")
         )
-    if ff["expected"] is not None:
+    expected, got, title = ff["expected"], ff["got"], "expected (-) vs got (+)"
+    if ff["where"] is not None:  # where the first difference is: the prefixes above may not reach it
+        parts.append(Text(f"first difference: {ff['where']}", style="bold"))
+        expected, got = ff["window_expected"], ff["window_got"]
+        title += f", from line {ff['window_line']}"
+    if expected is not None:
         diff = Text()
-        for line in details.diff_lines(ff["expected"], ff["got"]):
+        for line in details.diff_lines(expected, got):
             style = (
                 "green"
                 if line.startswith("+")
@@ -105,7 +110,7 @@ def _failure(ff: dict[str, str | None]) -> Group:
         parts.append(
             Panel(
                 diff or Text("(identical text)"),
-                title="expected (-) vs got (+)",
+                title=title,
                 title_align="left",
                 border_style="dim",
             )
