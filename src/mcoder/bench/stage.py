@@ -230,7 +230,7 @@ def _write(path: Path, text: str, result: BenchResult, flag: str, inputs: dict) 
     from mcoder.outputs import write_document
 
     if str(path) == "-":
-        console.emit(text.rstrip("\n"))
+        console.document(text)
         return
     write_document(path, text, stage="bench", flag=flag, inputs=inputs)
     result.written.append(path)
