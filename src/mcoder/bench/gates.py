@@ -29,12 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcoder.bench.table import ProblemTally
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.errors import DataError, UsageError
 
 EPS = 1e-9  # float slack for the pass@1 comparisons: a value equal to the floor passes
 
 
+@ranges(fail_under="[0, 1]", max_drop="[0, 100]")
 @dataclass(frozen=True, slots=True)
 class Gates:
     fail_under: float | None = field(default=None, metadata=TEXT)

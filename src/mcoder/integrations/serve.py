@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from mcoder.config import ranges
 from mcoder.errors import DataError, McoderError
 from mcoder.extract import extract_code
 from mcoder.integrations.columns import load_problems, record
@@ -48,6 +49,7 @@ SHOWN = 1000  # characters of stdout / stderr a verdict keeps (run_code returns 
 MAX_COMPLETIONS = 4096  # per /judge request
 
 
+@ranges(port="[0, 65535]", capacity=">= 0", max_request_mb="> 0", graceful_s=">= 0")
 @dataclass
 class ServeConfig:
     host: str = "127.0.0.1"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcoder.config import check_choices
+from mcoder.config import check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.rollout.sampling import SamplingConfig
@@ -28,6 +28,10 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
+@ranges(
+    steps=">= 1", train_batch_size=">= 1", save_every=">= 1", max_resample_rounds=">= 0",
+    tensor_parallel_size=">= 1", off_policy="[0, 1]",
+)  # fmt: skip
 @dataclass
 class LoopConfig:
     model: str
@@ -63,11 +67,7 @@ class LoopConfig:
 
     def validate(self) -> LoopConfig:
         check_choices(self)
-        for name in ("steps", "train_batch_size", "save_every", "tensor_parallel_size"):
-            if getattr(self, name) < 1:
-                raise UsageError(
-                    f"--{name.replace('_', '-')} must be at least 1", hint=f"got {getattr(self, name)}"
-                )
+        check_ranges(self)
         self.sampling.validate()
         # L_max of the update is the limit the rollouts were sampled with, not their longest one:
         # the overlong penalty and the constant loss normaliser depend on it.
@@ -105,9 +105,7 @@ class LoopConfig:
     def _check_off_policy(self) -> None:
         """One step off-policy: the batch of step k+1 is sampled from the policy before step k's
         update, so its π_old can only be what the sampler recorded."""
-        if self.off_policy not in (0, 1):
-            raise UsageError("--off-policy is 0 or 1", hint=f"got {self.off_policy}")
-        if not self.off_policy:
+        if not self.off_policy:  # 0 or 1 (its declared range)
             return
         if self.train.recompute_old_logprobs or self.train.importance_sampling_cap > 0:
             raise UsageError(

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from mcoder import console
 from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, parse_ks, parse_rating_bounds
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.errors import DataError, UsageError
 from mcoder.show import collect, terminal
 
 DEFAULT_FULL_LIMIT = 20
 
 
+@ranges(limit=">= 0", ks=">= 1", rating_bounds="> 0")
 @dataclass(slots=True)
 class ShowConfig:
     targets: list[Path]

@@ -33,14 +33,18 @@ import statistics
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from mcoder.config import ranges
 from mcoder.dataset.report import Removal, StageResult
-from mcoder.errors import UsageError
 from mcoder.records import Problem, Rollout, Verdict
 
 REF_TIME_FLOOR_S = 0.2
 BATCH = 16  # problems judged together: what a kill can lose; bounds memory, keeps the bar moving
 
 
+@ranges(
+    runs=">= 1", timeout_s="(0, 3600]", memory_mb=">= 64", workers=">= 0", max_drop_fraction="[0, 1]",
+    min_tests=">= 0", max_references=">= 1", flag_prefix="verify-",
+)  # fmt: skip
 @dataclass
 class VerifyConfig:
     """How references are run and what their results remove."""
@@ -65,16 +69,6 @@ class VerifyConfig:
     """Run references without the judge's sandbox (only where something else isolates them)."""
     allow_packages: tuple[str, ...] = ()
     """Third-party packages references may import (the judge shows the standard library only)."""
-
-    def __post_init__(self) -> None:
-        if self.runs < 1:
-            raise UsageError(
-                f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests"
-            )
-        if self.max_references < 1:
-            raise UsageError(f"max_references must be at least 1, got {self.max_references}")
-        if not 0.0 <= self.max_drop_fraction <= 1.0:
-            raise UsageError(f"max_drop_fraction must be in [0, 1], got {self.max_drop_fraction}")
 
     def judge_config(self):
         from mcoder.judge.config import JudgeConfig
