@@ -116,5 +116,6 @@ def _report(cfg: ShowConfig, inputs: dict) -> list[collect.Shown]:
         parts.append(html.Part(label, batch, chosen))
         inputs[f"problems of {label}"] = batch.problems_path
     html.write(cfg.html, html.report(parts, cfg.ks, cfg.rating_bounds), inputs)
-    console.emit(str(cfg.html))
+    if str(cfg.html) != "-":  # stdout holds the page
+        console.emit(str(cfg.html))
     return [s for p in parts for s in p.samples]
