@@ -15,8 +15,9 @@ temperature that is a number, ``auto`` or a schedule) says so in its metadata,
 ``field(..., metadata=TEXT)``: the option reads text, and the dataclass parses it (in
 ``__post_init__``, the one boundary, whoever builds the config; its errors are usage errors).
 A flag renamed once can stay as a hidden, deprecated spelling (``aliases``). A generated
-option's value is checked against its field's choices and range (``mcoder.config.value_problem``,
-the declaration on the class) before the command runs, and an error names the flag as typed.
+option's number is checked against its field's range (``mcoder.config.range_problem``, the
+declaration on the class) before the command runs, and an error names the flag as typed; choices
+are checked by the config (``check_choices``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 import typer
 
-from mcoder.config import choices_of, field_docs, field_types, flag, value_problem
+from mcoder.config import choices_of, field_docs, field_types, flag, range_problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,16 +232,15 @@ def with_options(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Cal
 
 
 def check_given(marks: Mapping[str, FromField], values: Mapping[str, Any]) -> None:
-    """A UsageError naming the flag, for the first given value (not None) of a generated option
-    that is not one of its field's choices or out of its range. Text options are checked by the
-    dataclass that parses them."""
+    """A UsageError naming the flag, for the first given number (not None) of a generated option
+    that is out of its field's range. Text options are checked by the dataclass that parses them."""
     from mcoder.errors import UsageError
 
     for pname, mark in marks.items():
         value = values.get(pname)
         if value is None or pname.startswith(NEGATED) or isinstance(value, str):
             continue
-        problem = value_problem(mark.cls, mark.name, tuple(value) if isinstance(value, list) else value)
+        problem = range_problem(mark.cls, mark.name, tuple(value) if isinstance(value, list) else value)
         if problem is not None:
             shown = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
             raise UsageError(f"{mark.flag} {shown}: {problem}")
