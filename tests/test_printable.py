@@ -189,6 +189,7 @@ PROGRAM = f"import sys\nprint({HOSTILE!r})\nprint({HOSTILE!r}, file=sys.stderr)\
 def hostile_rollouts(problems: list[dict], per: int) -> list[dict]:
     return [
         {"id": f"{p['id']}/0/{j}", "problem_id": p["id"], "sample_index": j, "finish_reason": "length",
+         "prompt": f"<|im_start|>user\n{p['question']}<|im_end|>\n",
          "completion": f"{HOSTILE}\nthinking {HOSTILE}\n{FENCE}python\n{PROGRAM}{FENCE}\n{HOSTILE} after"}
         for p in problems
         for j in range(per)
@@ -258,7 +259,7 @@ def _show_runs(p: Printed, d: Path) -> None:
     ])  # fmt: skip
     p.cli("show run", "show", run)
     p.cli("show step, every sample in full", "show", step, "--full", "--limit", "2")
-    p.cli("show one rollout", "show", run, "--id", rows[1]["id"])
+    p.cli("show one rollout and its prompt", "show", run, "--id", rows[1]["id"], "--prompt")
     p.cli("show, no match", "show", run, "--problem", "nothing-" + HOSTILE)
     alone = d / f"r-{IN_NAME}.jsonl"
     alone.write_bytes(rollouts.read_bytes())

@@ -31,6 +31,8 @@ class ShowConfig:
     """Each selected sample in full instead of a line per group."""
     limit: int = DEFAULT_FULL_LIMIT
     """At most this many samples in full (0: no limit)."""
+    prompt: bool = False
+    """In full: the exact prompt the model was given (its chat template applied), as the rollout recorded it."""
     html: Path | None = None
     """Write a self-contained HTML report here."""
     ks: tuple[int, ...] = field(default=DEFAULT_KS, metadata=TEXT)
@@ -74,7 +76,7 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
     if cfg.full or cfg.filters.rollout_id is not None:
         shown = chosen if cfg.limit == 0 else chosen[: cfg.limit]
         for s in shown:
-            terminal.print_sample(s, con)
+            terminal.print_sample(s, con, prompt=cfg.prompt)
         if len(shown) < len(chosen):
             console.info(
                 f"{len(chosen) - len(shown)} more samples not shown (--limit {cfg.limit}; 0 for all)"

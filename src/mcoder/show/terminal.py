@@ -45,8 +45,16 @@ def print_summary(batch: Batch, samples: list[Shown], con: Console) -> None:
     )
 
 
-def print_sample(s: Shown, con: Console) -> None:
+def print_sample(s: Shown, con: Console, *, prompt: bool = False) -> None:
     con.print(Rule(_text(details.header(s)), align="left"))
+    if prompt:  # what the model read, template and all: the first place a chat-template problem shows
+        given = s.rollout.prompt
+        body = (
+            _text(given, multiline=True)
+            if given is not None
+            else Text("(the rollout did not record its prompt)")
+        )
+        con.print(Panel(body, title="prompt (exactly as the model was given it)", title_align="left"))
     stated = details.statement(s)
     if stated is not None:
         text, more = stated
