@@ -15,8 +15,8 @@ separate judge calls with the execution cache off, so every run really executes.
   same bytes (unless a slow reference sits right at a step); a time limit of
   max(1 s, 3 x that) is then safe.
 
-A reference that runs past the judge's time limit is stopped by the judge (``time_limit``) and
-reported in the notes; nothing waits on it. Problems without reference solutions pass through
+A reference that runs past the judge's time limit is stopped by the judge (``time_limit``),
+reported in the notes, and not run on that test again; nothing waits on it. Problems without reference solutions pass through
 unverified (``meta["verified"] = False``) unless ``require_reference`` is set.
 
 Problems are judged a batch at a time and handed on as each batch is decided
@@ -193,14 +193,22 @@ def _trimmed(p: Problem, cells: dict[tuple[int, int], _Cell], good: list[int], d
 
 
 def _run_chunk(judge, chunk: Sequence[Problem], cfg: VerifyConfig, advance) -> dict[str, dict]:
-    """cells[problem id][(reference, test)] over ``cfg.runs`` separate judge calls."""
+    """cells[problem id][(reference, test)] over ``cfg.runs`` separate judge calls. A reference
+    that ran past the time limit on a test is not run on it again: its cell fails, whatever the
+    later runs would say (a slow reference cost the limit ``runs`` times over, for nothing)."""
     subs, rollouts = _jobs(chunk)
     cells: dict[str, dict[tuple[int, int], _Cell]] = {p.id: {} for p in chunk}
-    for _ in range(cfg.runs):
-        for r, v in zip(rollouts, judge.judge(subs, rollouts, lambda i, v: advance()), strict=True):
+    timed_out: set[str] = set()
+    for run in range(cfg.runs):
+        todo = [r for r in rollouts if r.id not in timed_out]
+        for r, v in zip(todo, judge.judge(subs, todo, lambda i, v: advance()), strict=True):
             pid, ref, test = r.id.rsplit("#", 2)
             cell = cells[pid].setdefault((int(ref[1:]), int(test[1:])), _Cell())
             _record(cell, v)
+            if v.status == "time_limit":
+                timed_out.add(r.id)
+                for _ in range(cfg.runs - run - 1):  # the runs it will not take: off the bar too
+                    advance()
     return cells
 
 
@@ -269,7 +277,11 @@ def _open_judge(judge, cfg: VerifyConfig):
     from mcoder.judge.core import Judge
 
     with Judge(cfg.judge_config()) as made:
-        yield made
+        try:
+            yield made
+        except KeyboardInterrupt:
+            made.abort()  # Ctrl-C: the running references are killed, not waited for
+            raise
 
 
 def _collect(
