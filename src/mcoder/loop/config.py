@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -120,15 +121,17 @@ class LoopConfig:
             )
 
     def settings(self) -> dict[str, Any]:
-        """Everything that decides the run's results, by section (saved as RUN/config.json)."""
+        """Everything that decides the run's results, by section (saved as RUN/config.json). The
+        problems file and a model folder are saved as absolute paths: the file is read from
+        wherever the run is shown or restarted (a hub model name stays as it is)."""
         loop = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
             if f.name not in ("train", "sampling", "judge", "model", "problems", "run_dir")
         }
         return {
-            "model": self.model,
-            "problems": str(self.problems),
+            "model": os.path.abspath(self.model) if os.path.exists(self.model) else self.model,
+            "problems": os.path.abspath(self.problems) if str(self.problems) != "-" else "-",
             "loop": loop,
             "train": dataclasses.asdict(self.train),
             "sampling": dataclasses.asdict(self.sampling),
