@@ -147,3 +147,25 @@ def test_after_keeps_dated_problems_from_that_day(problem_sets, tmp_path):
     tally, got = run(tmp_path, tmp_path / "lcb.jsonl", filter=FilterConfig(after="2023-05-01"))
     assert [p.date for p in got] == ["2023-08-21"] * (len(lcb) - 2)
     assert {r for (_, r) in tally.skips} == {"dated before 2023-05-01 (--after)", "no date (--after)"}
+
+
+def test_a_link_loop_is_read_once(tmp_path):
+    """A folder holding a link to itself: before, each file was read again at every depth the
+    link allowed (41 reads of one file), every copy set aside as a duplicate."""
+    from pathlib import Path
+
+    from mcoder.dataset.collect.sources import expand
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "problems" / "stdin.jsonl"
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(examples, data / "a.jsonl")
+    (data / "loop").symlink_to(data)
+    (data / "again.jsonl").symlink_to(data / "a.jsonl")
+    sources, ignored = expand([str(data)])
+    assert [s.path for s in sources] == [str(data / "a.jsonl")]
+    assert sorted(p for p, _ in ignored) == [str(data / "again.jsonl"), str(data / "loop")]
+    assert all("already read" in why for _, why in ignored)
+    tally, problems = run(tmp_path, data)
+    rows = sum(1 for line in examples.read_text().splitlines() if line.strip())
+    assert tally.problems == rows == len(problems)

@@ -139,6 +139,7 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     """
     sources: list[Source] = []
     ignored: list[tuple[str, str]] = []
+    read: set[str] = set()  # real paths of the folders and files taken: a link loop is read once
     for p in paths:
         if p == STDIN:
             sources.append(Source(STDIN, "jsonl"))
@@ -152,7 +153,7 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
                 f"no such file or folder: {p}",
                 hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})",
             )
-        _expand_one(str(p), sources, ignored)
+        _expand_one(str(p), sources, ignored, read)
     return sources, ignored
 
 
@@ -185,15 +186,20 @@ def _strip_suffix(name: str) -> str:
     return name
 
 
-def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -> None:
+def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]], read: set[str]) -> None:
     path = Path(p)
+    real = os.path.realpath(p)
+    if real in read:  # a folder (or file) reached again through a link: a loop, or the same data twice
+        ignored.append((p, f"already read as {real} (a link to a folder or file taken before)"))
+        return
+    read.add(real)
     if path.is_dir():
         if _is_saved_dataset(path):
             sources.append(Source(p, "saved"))
             return
         for child in sorted(os.listdir(path)):
             if not child.startswith("."):
-                _expand_one(os.path.join(p, child), sources, ignored)
+                _expand_one(os.path.join(p, child), sources, ignored, read)
         return
     name = path.name
     if name.endswith(SIDECAR_SUFFIX):
