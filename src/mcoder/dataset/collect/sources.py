@@ -139,7 +139,7 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     """
     sources: list[Source] = []
     ignored: list[tuple[str, str]] = []
-    read: set[str] = set()  # real paths of the folders and files taken: a link loop is read once
+    read: set[str] = set()  # real paths of the folders walked: a link loop is walked once
     for p in paths:
         if p == STDIN:
             sources.append(Source(STDIN, "jsonl"))
@@ -188,12 +188,12 @@ def _strip_suffix(name: str) -> str:
 
 def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]], read: set[str]) -> None:
     path = Path(p)
-    real = os.path.realpath(p)
-    if real in read:  # a folder (or file) reached again through a link: a loop, or the same data twice
-        ignored.append((p, f"already read as {real} (a link to a folder or file taken before)"))
-        return
-    read.add(real)
     if path.is_dir():
+        real = os.path.realpath(p)
+        if real in read:  # reached again through a link: a loop would be walked until the path is too long
+            ignored.append((p, f"already read as {real} (a link to a folder taken before)"))
+            return
+        read.add(real)
         if _is_saved_dataset(path):
             sources.append(Source(p, "saved"))
             return
