@@ -167,3 +167,17 @@ def test_a_link_loop_is_read_once(tmp_path):
     tally, problems = run(tmp_path, data)
     rows = sum(1 for line in examples.read_text().splitlines() if line.strip())
     assert tally.problems == rows == len(problems)
+
+
+def test_a_key_given_twice_in_a_row_is_a_data_error_naming_it(tmp_path):
+    """A row with two "question"s (or two "tests"): JSON readers differ on which wins, and
+    orjson kept the last one silently."""
+    row = '{"id": "a", "source": "s", "question": "Print 1.", "tests": [{"input": "", "output": "1\\n"}], "schema": 1'
+    (tmp_path / "rows.jsonl").write_text(row + "}\n" + row + ', "question": "Print 2."}\n')
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / "rows.jsonl")
+    assert e.value.message.startswith(f"{tmp_path / 'rows.jsonl'}:2, field 'question': key 'question' is given twice")
+    (tmp_path / "rows.json").write_text("[\n" + row + "},\n" + row + ',\n "tests": []}\n]\n')
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / "rows.json", name="again.jsonl")
+    assert e.value.message == f"{tmp_path / 'rows.json'} row 1, field 'tests': key 'tests' is given twice in one object"
