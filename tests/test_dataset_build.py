@@ -181,3 +181,26 @@ def test_a_key_given_twice_in_a_row_is_a_data_error_naming_it(tmp_path):
     with pytest.raises(DataError) as e:
         run(tmp_path, tmp_path / "rows.json", name="again.jsonl")
     assert e.value.message == f"{tmp_path / 'rows.json'} row 1, field 'tests': key 'tests' is given twice in one object"
+
+
+def test_a_problem_whose_every_test_expects_no_output_is_set_aside(tmp_path):
+    """Empty input and empty output in every test: a program that prints nothing passes it."""
+    rows = [{"id": "silent", "source": "s", "question": "Do nothing.", "schema": 1,
+             "tests": [{"input": "", "output": ""}, {"input": "\n", "output": "  \n"}]},
+            {"id": "real", "source": "s", "question": "Print 1.", "schema": 1,
+             "tests": [{"input": "", "output": ""}, {"input": "", "output": "1\n"}]}]  # fmt: skip
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tally, problems = run(tmp_path, tmp_path / "rows.jsonl")
+    assert [p.id for p in problems] == ["real"]
+    assert {r for (_, r), n in tally.skips.items()} == {
+        "every test expects no output (a program that prints nothing would pass)"
+    }
+
+
+def test_a_minimal_mcoder_row_without_schema_is_read_as_mcoders(tmp_path):
+    """The row `mcoder judge` reads (id, source, question, tests): dataset build could not tell
+    its format without `schema`."""
+    row = {"id": "a", "source": "s", "question": "Print 1.", "tests": [{"input": "", "output": "1\n"}]}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    tally, problems = run(tmp_path, tmp_path / "rows.jsonl")
+    assert [p.id for p in problems] == ["a"] and tally.files[0].format == "mcoder"
