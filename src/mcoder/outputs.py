@@ -728,6 +728,22 @@ def _write_sidecar(out: str, stage: str, settings: dict, inputs: dict, *, finish
     os.replace(tmp, path)
 
 
+# Errors of the place written to, not of the data: raised again naming the output (a full disk's
+# error names no file, and a copy's may name the file it read).
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+@contextlib.contextmanager
+def naming_output(out: str | os.PathLike) -> Iterator[None]:
+    """An OSError of a full disk (or quota) inside the block is raised again naming ``out``."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno in FULL and e.filename != os.fspath(out):
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno), os.fspath(out)) from None
+        raise
+
+
 def temp_folder(out: str | os.PathLike) -> Path:
     """A new, empty ``.OUT.tmp`` beside ``out`` for a folder written whole then renamed into place
     (checkpoints, exports). One name per output: what a killed save left is removed here, by the
@@ -794,7 +810,12 @@ def write_document(
         head, name = os.path.split(_plain(p))
         tmp = os.path.join(head, f".{name}.part")
         Path(tmp).unlink(missing_ok=True)  # a leftover of a killed run (we hold the lock)
-        with open(tmp, "xb") as f:
-            f.write(raw)
+        try:
+            with naming_output(p), open(tmp, "xb") as f:
+                f.write(raw)
+        except BaseException:  # a full disk, Ctrl-C: no part file is left behind
+            Path(tmp).unlink(missing_ok=True)
+            raise
         os.replace(tmp, p)
-        _write_sidecar(p, stage, {}, {}, finished=fingerprint(p))
+        with naming_output(sidecar_path(p)):
+            _write_sidecar(p, stage, {}, {}, finished=fingerprint(p))
