@@ -377,6 +377,19 @@ def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
     assert "--- expected" in case.result[0].text and "--- got" in case.result[0].text
 
 
+@pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+def test_a_job_on_a_persistent_workspace_judges_a_changed_solution(name, tmp_path):
+    """A runner that keeps ci-out/ between jobs (a self-hosted one): the second job, after a
+    solution changed, must judge it and gate (exit 5), not stop at the earlier verdicts (exit 2)."""
+    first = run_ci(name, tmp_path)
+    assert first[:3] == [0, 0, 0], first
+    (tmp_path / "examples" / "ci" / "solutions" / "mc-call-001.py").write_text("def add(a, b):\n    return a - b\n")
+    second = run_ci(name, tmp_path)
+    assert second[:3] == [0, 0, EXIT_GATE], second
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
+    assert {c.name for c in suite if not c.is_passed and c.classname != "mcoder.gates"} == {"mc-call-001"}
+
+
 def test_the_bundled_ci_data_is_the_examples_own():
     """examples/ci holds six problems of examples/problems, their reference solutions, and the
     baseline verdicts of those solutions: every one passed."""
