@@ -143,8 +143,8 @@ class LoopConfig:
 
 
 def changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """Names of the settings that differ between two ``settings()`` dicts (plain names; a name
-    shared by two sections is written section.name)."""
+    """The settings that differ between two ``settings()`` dicts, each with its values as
+    ``n 2 -> 4`` (a plain name; a name shared by two sections is written section.name)."""
 
     def flat(d: dict[str, Any]) -> dict[str, Any]:
         out = {}
@@ -156,4 +156,12 @@ def changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     a, b = flat(json.loads(json.dumps(before, default=str))), flat(json.loads(json.dumps(now, default=str)))
     names = sorted(k for k in b if k.split(".", 1)[1] not in RESUMABLE_CHANGES and a.get(k) != b[k])
     short = [k.split(".", 1)[1] for k in names]
-    return [s if short.count(s) == 1 else k for s, k in zip(short, names, strict=True)]
+    return [
+        f"{s if short.count(s) == 1 else k} {_shown(a.get(k, '<unset>'))} -> {_shown(b[k])}"
+        for s, k in zip(short, names, strict=True)
+    ]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
