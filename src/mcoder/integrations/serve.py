@@ -135,6 +135,10 @@ def native_request(
     """The problem and rollouts of a /judge body; DataError naming the field otherwise."""
     if not isinstance(body, dict):
         raise DataError("the body is not a JSON object", field="body")
+    named = body.get("problem")
+    if isinstance(named, str) and not named.lstrip().startswith("{"):  # an id where the record goes
+        raise DataError(f"`problem` is a problem record (an object), not {named[:80]!r}: to name a problem "
+                        "the service loaded (--problems), send it as `problem_id`", field="problem")  # fmt: skip
     if body.get("problem") is not None:
         problem = seen.get(body["problem"]) if seen is not None else record(body["problem"], "problem")
     elif isinstance(body.get("problem_id"), str):
