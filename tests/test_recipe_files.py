@@ -68,6 +68,8 @@ def test_a_later_file_wins_and_the_preset_comes_before_every_file(tmp_path):
     # a file that names none goes over --algo's preset: its values were said, not defaulted
     cfg = cfg_of(*BASE, "--config", str(second), "--steps", "2", "--algo", "dapo")
     assert cfg.train.algo == "dapo" and cfg.train.beta == 0.02 and cfg.train.truncation == "all"
+    saved = json.loads(cfg.to_json())["train"]  # RUN/config.json: the algorithm whose preset ran, its values
+    assert saved["algo"] == "dapo" and saved["mask_mode"] == "drop" and saved["dynamic_sampling"] is True
 
 
 def test_set_reads_toml_values_and_bare_words():
