@@ -372,6 +372,7 @@ def test_off_policy_samples_the_next_step_while_this_one_trains(tiny_model, tmp_
         ).validate()  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_run_is_shown_and_restarted_from_another_folder(tiny_model, tmp_path, monkeypatch):
     """RUN/config.json records the problems file and the model folder as absolute paths: `show`
     from elsewhere finds the statements, `--config RUN/config.json` from elsewhere resumes; with

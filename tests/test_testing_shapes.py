@@ -68,6 +68,7 @@ def test_smallest_shape_is_written_and_loads(tmp_path):
     assert logits.shape[-1] == 151936 and torch.isfinite(logits).all()
 
 
+@pytest.mark.slow
 def test_the_tiny_model_command_prints_its_path_and_nothing_else(tmp_path):
     """`python -m mcoder.testing DIR` (the README's first step): the path on stdout, and no progress
     bar of transformers on stderr (it drew "Writing model shards: 100%|...")."""

@@ -682,7 +682,7 @@ def describe_changes(
             changes.append(f"input {k} {'added' if a is None else 'dropped'}")
         elif STDIO in (a.get("path"), b.get("path")):
             continue  # a pipe cannot be fingerprinted
-        elif b.get("missing"):
+        elif b.get("missing") and not a.get("missing"):  # (a dataset by name is never a file: both say so)
             changes.append(f"input {k} is missing ({b.get('path')}: no such file; it was {a.get('path')})")
         elif (a.get("size"), a.get("sha256")) != (b.get("size"), b.get("sha256")):
             changes.append(f"input {k} changed ({b.get('path')}: not the content the output was made from)")

@@ -45,7 +45,7 @@ def print_summary(batch: Batch, samples: list[Shown], con: Console) -> None:
     )
 
 
-def print_sample(s: Shown, con: Console, *, prompt: bool = False) -> None:
+def print_sample(s: Shown, con: Console, *, prompt: bool) -> None:
     con.print(Rule(_text(details.header(s)), align="left"))
     if prompt:  # what the model read, template and all: the first place a chat-template problem shows
         given = s.rollout.prompt
