@@ -4,6 +4,7 @@ candidate text enters the XML fuzzed, and checked on every character range the c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml, Skipped
 from typer.testing import CliRunner
 
-from bench_data import BASELINE, VERDICTS, write_problems, write_verdicts
+from bench_data import BASELINE, PROBLEMS, VERDICTS, verdict_lines, write_problems, write_verdicts
 from mcoder.bench import junit
 from mcoder.bench.gates import Change, Gates, changes, parse_rate
 from mcoder.bench.table import ProblemTally
@@ -34,6 +35,7 @@ def bench(*args):
 
 @pytest.fixture
 def files(tmp_path):
+    """The hand-made set: p5 has no verdict (in the verdicts and in the baseline)."""
     return (
         write_problems(tmp_path / "problems.jsonl"),
         write_verdicts(tmp_path / "verdicts.jsonl"),
@@ -41,23 +43,30 @@ def files(tmp_path):
     )
 
 
+@pytest.fixture
+def judged(files, tmp_path):
+    """The same without p5: every problem judged, now and in the baseline (what a gate needs)."""
+    _, verdicts, base = files
+    return write_problems(tmp_path / "judged.jsonl", [p for p in PROBLEMS if p[0] != "p5"]), verdicts, base
+
+
 # ------------------------------------------------------------------ exit codes
 
 
-def test_fail_under_passes_at_the_floor_and_fails_above_it(files):
-    problems, verdicts, _ = files  # pass@1 over all is 60.0%
+def test_fail_under_passes_at_the_floor_and_fails_above_it(judged):
+    problems, verdicts, _ = judged  # pass@1 over all is 60.0%
     for floor in ("0.6", "60%", "0"):
         r = bench("-p", problems, "--verdicts", verdicts, "--fail-under", floor)
         assert r.exit_code == 0, (floor, r.stderr)
         assert "every gate passed" in r.stderr
     r = bench("-p", problems, "--verdicts", verdicts, "--fail-under", "60.1%")
     assert r.exit_code == EXIT_GATE == 5
-    assert "pass@1 60.0% is under the floor 60.1% (--fail-under)" in r.stderr
+    assert "pass@1 60.0% over all 5 problems is under the floor 60.1% (--fail-under 60.1%)" in r.stderr
     assert r.stdout.startswith("pass@1 all: 60.0%")  # the result is still printed
 
 
-def test_a_regressed_problem_fails_the_job_and_is_named(files):
-    problems, verdicts, base = files
+def test_a_regressed_problem_fails_the_job_and_is_named(judged):
+    problems, verdicts, base = judged
     # p2 passed 1 of 2 in the baseline and 0 of 2 now; p1, p4, p6 got better; p3 the same
     r = bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--fail-on-regression")
     assert r.exit_code == EXIT_GATE, r.stderr
@@ -71,18 +80,19 @@ def test_a_regressed_problem_fails_the_job_and_is_named(files):
     assert same.exit_code == 0, same.stderr
 
 
-def test_a_problem_with_no_verdict_now_regresses_when_the_baseline_passed_it(files, tmp_path):
-    problems, verdicts, _ = files
+def test_a_problem_with_no_verdict_now_regresses_when_the_baseline_passed_it(judged, tmp_path):
+    problems, verdicts, _ = judged
     fewer = write_verdicts(tmp_path / "fewer.jsonl", {k: v for k, v in VERDICTS.items() if k != "p3"})
     r = bench("-p", problems, "--verdicts", fewer, "--baseline", verdicts, "--fail-on-regression")
     assert r.exit_code == EXIT_GATE and "regressed p3: 4/4 -> no verdict now" in r.stderr
 
 
-def test_max_drop_gates_the_mean_not_each_problem(files):
-    problems, verdicts, base = files  # baseline 35.0% -> now 60.0%; reversed it is a 25-point drop
+def test_max_drop_gates_the_mean_not_each_problem(judged):
+    problems, verdicts, base = judged  # baseline 35.0% -> now 60.0%; reversed it is a 25-point drop
     assert bench("-p", problems, "--verdicts", verdicts, "--baseline", base, "--max-drop", "0").exit_code == 0
     r = bench("-p", problems, "--verdicts", base, "--baseline", verdicts, "--max-drop", "24.9")
-    assert r.exit_code == EXIT_GATE and "pass@1 fell 25.0 points (60.0% -> 35.0%)" in r.stderr
+    assert r.exit_code == EXIT_GATE
+    assert "pass@1 fell 25.0 points (60.0% -> 35.0%) over all 5 problems, more than --max-drop 24.9" in r.stderr
     assert (
         bench("-p", problems, "--verdicts", base, "--baseline", verdicts, "--max-drop", "25").exit_code == 0
     )
@@ -109,6 +119,67 @@ def test_a_broken_job_is_not_a_failed_gate(files, tmp_path):
     )
 
 
+# ------------------------------------------------------------------ the gate x missing-data matrix
+
+# A value for each gate (every field of Gates, read from the code) at which it would pass on these
+# results if nothing were missing: what fails it below is the missing data alone.
+LENIENT = {"fail_under": ["--fail-under", "0"], "fail_on_regression": ["--fail-on-regression"],
+           "max_drop": ["--max-drop", "100"]}  # fmt: skip
+SIX = [(f"q{i}", "atcoder", "easy") for i in range(6)]
+ALL_PASS = {pid: ["accepted"] for pid, *_ in SIX}
+# case -> (verdicts now, baseline, exit code, problems a gate counts as failed)
+MATRIX = {
+    "empty verdicts": ({}, ALL_PASS, EXIT_GATE, {pid for pid, *_ in SIX}),
+    "partial verdicts": ({"q0": ["accepted"]}, ALL_PASS, EXIT_GATE, {f"q{i}" for i in range(1, 6)}),
+    "empty baseline": (ALL_PASS, {}, EXIT_DATA, None),
+    "baseline of part of the set": (ALL_PASS, {"q0": ["accepted"]}, EXIT_DATA, None),
+    "baseline of another set": (ALL_PASS, {"other": ["accepted"]}, EXIT_DATA, None),
+}
+
+
+def test_every_gate_is_in_the_matrix():
+    assert set(LENIENT) == {f.name for f in dataclasses.fields(Gates)}
+
+
+@pytest.mark.parametrize("case", MATRIX)
+@pytest.mark.parametrize("gate", LENIENT)
+def test_a_gate_never_passes_on_missing_verdicts(gate, case, tmp_path):
+    now, base, code, failing = MATRIX[case]
+    problems = write_problems(tmp_path / "problems.jsonl", SIX)
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text("".join(line + "\n" for line in verdict_lines(now)))  # empty: an empty file
+    baseline = tmp_path / "baseline.jsonl"
+    baseline.write_text("".join(line + "\n" for line in verdict_lines(base)))
+    out = tmp_path / "junit.xml"
+    r = bench("-p", problems, "--verdicts", verdicts, "--baseline", baseline, *LENIENT[gate], "--junit", out)
+    assert r.exit_code == code, r.stderr
+    assert "every gate passed" not in r.stderr
+    if code == EXIT_DATA:  # a broken job: nothing written, the baseline named
+        assert not out.exists() and "baseline" in r.stderr
+        return
+    # the JUnit file agrees with the gate, case by case
+    suite = next(iter(JUnitXml.fromfile(str(out))))
+    failed = {c.name for c in suite if not c.is_passed and c.classname != "mcoder.gates"}
+    assert failed == failing
+    for c in suite:
+        if c.name in failing:
+            assert c.result[0].type == "no_verdict"
+    (gate_case,) = [c for c in suite if c.classname == "mcoder.gates"]
+    assert not gate_case.is_passed and gate_case.name.startswith(LENIENT[gate][0])
+    assert gate_case.result[0].message in r.stderr  # the gate's own line
+
+
+def test_with_every_verdict_the_lenient_gates_pass(tmp_path):
+    problems = write_problems(tmp_path / "problems.jsonl", SIX)
+    verdicts = write_verdicts(tmp_path / "verdicts.jsonl", ALL_PASS)
+    out = tmp_path / "junit.xml"
+    args = [a for v in LENIENT.values() for a in v]
+    r = bench("-p", problems, "--verdicts", verdicts, "--baseline", verdicts, *args, "--junit", out)
+    assert r.exit_code == 0 and "every gate passed" in r.stderr, r.stderr
+    suite = next(iter(JUnitXml.fromfile(str(out))))
+    assert (suite.tests, suite.failures) == (6 + len(LENIENT), 0)
+
+
 def test_parse_rate():
     assert parse_rate("0.25") == 0.25 and parse_rate(" 25% ") == 0.25 and parse_rate("1") == 1.0
     with pytest.raises(UsageError):
@@ -127,8 +198,8 @@ def test_regression_is_decided_on_counts_not_rounded_shares():
 # ------------------------------------------------------------------ JUnit XML
 
 
-def test_junit_read_back_by_a_junit_parser(files, tmp_path):
-    problems, verdicts, base = files
+def test_junit_read_back_by_a_junit_parser(files, judged, tmp_path):
+    problems, verdicts, base = judged
     lines = verdicts.read_text().splitlines()
     first = json.loads(lines[4])  # p2-0, runtime_error: give it the judge's first_failure shape
     first["first_failure"] = {"index": 1, "input": "4\n", "expected": "8\n", "got": None,
@@ -146,9 +217,11 @@ def test_junit_read_back_by_a_junit_parser(files, tmp_path):
     suites = list(xml)
     assert len(suites) == 1
     suite = suites[0]
-    assert (suite.tests, suite.failures, suite.skipped, suite.errors) == (6, 1, 1, 0)
+    assert (suite.tests, suite.failures, suite.skipped, suite.errors) == (6, 2, 0, 0)
     cases = {c.name: c for c in suite}
-    assert set(cases) == {"p1", "p2", "p3", "p4", "p5", "p6"}
+    assert set(cases) == {"p1", "p2", "p3", "p4", "p6", "--fail-on-regression"}
+    assert cases["--fail-on-regression"].classname == "mcoder.gates"
+    assert "1 problem regressed" in cases["--fail-on-regression"].result[0].message
     assert cases["p1"].classname == "atcoder.easy" and cases["p3"].classname == "codeforces.easy"
     assert cases["p1"].is_passed and "2/4 samples passed" in cases["p1"].system_out
     (failure,) = cases["p2"].result
@@ -159,11 +232,13 @@ def test_junit_read_back_by_a_junit_parser(files, tmp_path):
         "--- stderr\nTraceback ...\nValueError: boom" in failure.text and "--- expected\n8\n" in failure.text
     )
     assert cases["p2"].time == pytest.approx(0.25)
-    assert isinstance(cases["p5"].result[0], Skipped)
-    # without the regression gate p2 still fails (no sample passed), typed by its status and test
-    bench("-p", problems, "--verdicts", verdicts, "--junit", out)
-    (failure,) = {c.name: c for c in next(iter(JUnitXml.fromfile(str(out))))}["p2"].result
+    # without a gate p2 still fails (no sample passed), typed by its status and test, and p5,
+    # which has no verdict, is skipped: nothing counts it
+    bench("-p", files[0], "--verdicts", verdicts, "--junit", out)
+    cases = {c.name: c for c in next(iter(JUnitXml.fromfile(str(out))))}
+    (failure,) = cases["p2"].result
     assert failure.message == "runtime_error on test #1"
+    assert isinstance(cases["p5"].result[0], Skipped)
 
 
 def test_junit_to_stdout_keeps_the_summary_off_stdout(files):
@@ -283,7 +358,7 @@ def test_the_github_workflow_passes_on_the_bundled_solutions(tmp_path):
     codes = run_ci("github-actions.yml", tmp_path)
     assert codes == [0, 0, 0, 0], codes
     suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
-    assert (suite.tests, suite.failures, suite.skipped) == (6, 0, 0)
+    assert (suite.tests, suite.failures, suite.skipped) == (6 + 2, 0, 0)  # a case per problem and per gate
     assert "### pass@1" in (tmp_path / "summary.md").read_text()
 
 
@@ -293,11 +368,26 @@ def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
     codes = run_ci("gitlab-ci.yml", tmp_path)
     assert codes == [0, 0, EXIT_GATE], codes
     suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
-    assert (suite.tests, suite.failures) == (6, 1)
-    (case,) = [c for c in suite if not c.is_passed]
+    assert (suite.tests, suite.failures) == (6 + 2, 2)
+    (gate,) = [c for c in suite if c.classname == "mcoder.gates" and not c.is_passed]
+    assert gate.name == "--fail-on-regression" and "mc-stdin-002" in gate.result[0].message
+    (case,) = [c for c in suite if c.classname != "mcoder.gates" and not c.is_passed]
     assert case.name == "mc-stdin-002" and case.result[0].type == "wrong_answer"
     assert case.result[0].message.startswith("regressed mc-stdin-002: 1/1 -> 0/1 passed")
     assert "--- expected" in case.result[0].text and "--- got" in case.result[0].text
+
+
+@pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+def test_a_job_on_a_persistent_workspace_judges_a_changed_solution(name, tmp_path):
+    """A runner that keeps ci-out/ between jobs (a self-hosted one): the second job, after a
+    solution changed, must judge it and gate (exit 5), not stop at the earlier verdicts (exit 2)."""
+    first = run_ci(name, tmp_path)
+    assert first[:3] == [0, 0, 0], first
+    (tmp_path / "examples" / "ci" / "solutions" / "mc-call-001.py").write_text("def add(a, b):\n    return a - b\n")
+    second = run_ci(name, tmp_path)
+    assert second[:3] == [0, 0, EXIT_GATE], second
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "ci-out" / "junit.xml"))))
+    assert {c.name for c in suite if not c.is_passed and c.classname != "mcoder.gates"} == {"mc-call-001"}
 
 
 def test_the_bundled_ci_data_is_the_examples_own():

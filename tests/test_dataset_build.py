@@ -147,3 +147,60 @@ def test_after_keeps_dated_problems_from_that_day(problem_sets, tmp_path):
     tally, got = run(tmp_path, tmp_path / "lcb.jsonl", filter=FilterConfig(after="2023-05-01"))
     assert [p.date for p in got] == ["2023-08-21"] * (len(lcb) - 2)
     assert {r for (_, r) in tally.skips} == {"dated before 2023-05-01 (--after)", "no date (--after)"}
+
+
+def test_a_link_loop_is_read_once(tmp_path):
+    """A folder holding a link to itself: before, each file was read again at every depth the
+    link allowed (41 reads of one file), every copy set aside as a duplicate."""
+    from pathlib import Path
+
+    from mcoder.dataset.collect.sources import expand
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "problems" / "stdin.jsonl"
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(examples, data / "a.jsonl")
+    (data / "loop").symlink_to(data)
+    sources, ignored = expand([str(data)])
+    assert [s.path for s in sources] == [str(data / "a.jsonl")]
+    assert ignored == [(str(data / "loop"), f"already read as {data} (a link to a folder taken before)")]
+    tally, problems = run(tmp_path, data)
+    rows = sum(1 for line in examples.read_text().splitlines() if line.strip())
+    assert tally.problems == rows == len(problems)
+
+
+def test_a_key_given_twice_in_a_row_is_a_data_error_naming_it(tmp_path):
+    """A row with two "question"s (or two "tests"): JSON readers differ on which wins, and
+    orjson kept the last one silently."""
+    row = '{"id": "a", "source": "s", "question": "Print 1.", "tests": [{"input": "", "output": "1\\n"}], "schema": 1'
+    (tmp_path / "rows.jsonl").write_text(row + "}\n" + row + ', "question": "Print 2."}\n')
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / "rows.jsonl")
+    assert e.value.message.startswith(f"{tmp_path / 'rows.jsonl'}:2, field 'question': key 'question' is given twice")
+    (tmp_path / "rows.json").write_text("[\n" + row + "},\n" + row + ',\n "tests": []}\n]\n')
+    with pytest.raises(DataError) as e:
+        run(tmp_path, tmp_path / "rows.json", name="again.jsonl")
+    assert e.value.message == f"{tmp_path / 'rows.json'} row 1, field 'tests': key 'tests' is given twice in one object"
+
+
+def test_a_problem_whose_every_test_expects_no_output_is_set_aside(tmp_path):
+    """Empty input and empty output in every test: a program that prints nothing passes it."""
+    rows = [{"id": "silent", "source": "s", "question": "Do nothing.", "schema": 1,
+             "tests": [{"input": "", "output": ""}, {"input": "\n", "output": "  \n"}]},
+            {"id": "real", "source": "s", "question": "Print 1.", "schema": 1,
+             "tests": [{"input": "", "output": ""}, {"input": "", "output": "1\n"}]}]  # fmt: skip
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tally, problems = run(tmp_path, tmp_path / "rows.jsonl")
+    assert [p.id for p in problems] == ["real"]
+    assert {r for (_, r), n in tally.skips.items()} == {
+        "every test expects no output (a program that prints nothing would pass)"
+    }
+
+
+def test_a_minimal_mcoder_row_without_schema_is_read_as_mcoders(tmp_path):
+    """The row `mcoder judge` reads (id, source, question, tests): dataset build could not tell
+    its format without `schema`."""
+    row = {"id": "a", "source": "s", "question": "Print 1.", "tests": [{"input": "", "output": "1\n"}]}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    tally, problems = run(tmp_path, tmp_path / "rows.jsonl")
+    assert [p.id for p in problems] == ["a"] and tally.files[0].format == "mcoder"

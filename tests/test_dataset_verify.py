@@ -77,6 +77,91 @@ def test_reference_that_times_out_is_reported_not_waited_on(judge):
     ]
 
 
+def test_a_reference_that_timed_out_is_not_run_again_on_that_test(judge):
+    """Three runs of a reference that loops: the first run's time limit decides (before, each of
+    the three runs paid the limit again: 271 s for 5 problems with one slow reference)."""
+    base = next(p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"})
+    slow = dataclasses.replace(
+        base, id="slow", tests=base.tests[:2],
+        reference_solutions=["while True:\n    pass\n", *base.reference_solutions],
+    )  # fmt: skip
+    calls = []
+    real_judge = judge.judge
+
+    def counting(problems, rollouts, on_verdict=None):
+        calls.append([r.id for r in rollouts])
+        return real_judge(problems, rollouts, on_verdict)
+
+    judge.judge = counting  # counts the candidates each run hands the real judge
+    try:
+        (kept,), result = verify([slow], cfg(runs=3), judge)
+    finally:
+        del judge.judge
+    refs = len(slow.reference_solutions)
+    assert [len(c) for c in calls] == [2 * refs, 2 * (refs - 1), 2 * (refs - 1)]  # x 2 tests; then not the loop
+    assert all("#r0#" not in rid for c in calls[1:] for rid in c)
+    assert kept.tests == slow.tests  # the other references pass every test in every run
+    assert result.notes["reference_timeouts"] == [
+        {"id": "slow", "reference": 0, "test": 0, "runs": 1},
+        {"id": "slow", "reference": 0, "test": 1, "runs": 1},
+    ]
+
+
+def test_ctrl_c_in_dataset_build_verify_stops_within_two_seconds(tmp_path):
+    """Before: Ctrl-C waited for every running reference (86 s with slow ones)."""
+    import json
+    import os
+    import signal
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from mcoder.records import to_dict
+    from test_outputs_stages import spawn_for_ctrl_c
+
+    sleepy = [Problem(id=f"slow{i}", source="t", question="Print 1.", tests=[Test("", "1\n"), Test("", "1\n")],
+                      reference_solutions=["import time\ntime.sleep(60)\nprint(1)"]) for i in range(3)]  # fmt: skip
+    src = tmp_path / "p.jsonl"
+    src.write_text("".join(json.dumps(to_dict(p)) + "\n" for p in sleepy))
+    judges = Path(tempfile.gettempdir())
+    earlier = set(judges.glob("mcoder-judge-*"))  # (other runs' judges, on a shared machine)
+    proc = spawn_for_ctrl_c([sys.executable, "-m", "mcoder", "dataset", "build", str(src), "--verify",
+                             "-o", str(tmp_path / "out.jsonl"), "--verify-workers", "2",
+                             "--verify-timeout-s", "60"])  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not set(judges.glob("mcoder-judge-*")) - earlier:  # the judge is up: its workers run
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    time.sleep(2)  # the references are sleeping in their workers
+    start = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
+    took = time.monotonic() - start
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert took < 2, f"Ctrl-C took {took:.1f} s"
+
+
+def test_ctrl_c_in_verify_with_its_own_judge_kills_the_running_references():
+    """``verify()`` without a judge makes its own: Ctrl-C there ends it at once too."""
+    import threading
+
+    from mcoder.dataset.verify.step import _open_judge
+
+    p = Problem(id="z", source="t", question="?", tests=[Test("", "1\n")],
+                reference_solutions=["import time\ntime.sleep(60)\nprint(1)"])  # fmt: skip
+    from mcoder.dataset.verify.step import _jobs
+
+    subs, rollouts = _jobs([p])
+    start = None
+    with pytest.raises(KeyboardInterrupt), _open_judge(None, cfg(timeout_s=60.0)) as j:
+        worker = threading.Thread(target=lambda: j.judge(subs, rollouts), daemon=True)
+        worker.start()
+        time.sleep(2)  # the reference sleeps in its worker
+        start = time.monotonic()
+        raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+    assert time.monotonic() - start < 2
+
+
 def test_disagreeing_references_are_flagged_and_the_passing_one_keeps_the_problem(judge):
     base = next(p for p in examples() if p.id == "mc-stdin-001")  # a + b
     wrong_on_negatives = "a, b = map(int, input().split())\nprint(abs(a) + abs(b))\n"

@@ -152,6 +152,7 @@ def test_native_verdicts_are_the_bytes_mcoder_judge_writes(service, tmp_path):
         (b'{"problem_id": "mc-stdin-001", "completions": [1]}', 400, "list of strings"),
         (b'{"problem_id": "mc-stdin-001", "completions": ["a"], "rollout_ids": ["x", "y"]}', 400, "one per"),
         (b'{"problem": {"tests": [{"input": 1}]}, "completions": ["a"]}', 400, "tests"),
+        (b'{"problem": "mc-stdin-001", "completions": ["a"]}', 400, "send it as `problem_id`"),
     ],
 )
 def test_bad_requests_are_answered_400_with_the_reason(service, body, status, words):

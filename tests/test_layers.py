@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "__init__",
             "errors",
             "console",
+            "printable",
             "config",
             "records",
             "jsonl",

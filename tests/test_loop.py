@@ -401,3 +401,42 @@ def test_dynamic_sampling_counts_the_rewards_the_update_will_see():
         cfg.sampling.max_tokens = 8
         more = _top_up(cfg, random.Random(0), problems, [part("p0")], 0)
         assert (more is not None) is expect_more, reward
+
+
+@pytest.mark.slow
+def test_a_run_is_shown_and_restarted_from_another_folder(tiny_model, tmp_path, monkeypatch):
+    """RUN/config.json records the problems file and the model folder as absolute paths: `show`
+    from elsewhere finds the statements, `--config RUN/config.json` from elsewhere resumes; with
+    the problems file gone, the refusal says it is missing (it said "changed")."""
+    import shutil
+
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.judge.sandbox import check_isolation
+
+    try:
+        check_isolation()
+    except EnvironmentMissing as e:
+        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(Path(__file__).parents[1] / "examples" / "problems" / "stdin.jsonl", here / "problems.jsonl")
+    shutil.copytree(tiny_model, here / "model")
+    monkeypatch.chdir(here)
+    r = CliRunner().invoke(app, ["loop", "-m", "model", "-p", "problems.jsonl", "--run-dir", "run", "--steps", "1",
+                                 "-n", "2", "--max-tokens", "4", "--train-batch-size", "2", "--temperature", "1.0",
+                                 "--workers", "1", "-q"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    saved = json.loads((here / "run" / "config.json").read_text())
+    assert saved["problems"] == str(here / "problems.jsonl") and saved["model"] == str(here / "model")
+    monkeypatch.chdir(elsewhere)
+    run = here / "run"
+    shown = CliRunner().invoke(app, ["show", str(run), "--full", "--limit", "1"])
+    assert shown.exit_code == 0 and "is not here" not in shown.stderr and "problem" in shown.stdout, shown.output
+    again = CliRunner().invoke(app, ["loop", "--config", str(run / "config.json"), "--run-dir", str(run),
+                                     "--steps", "2", "-q"])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    (here / "problems.jsonl").rename(here / "moved.jsonl")
+    gone = CliRunner().invoke(app, ["loop", "--config", str(run / "config.json"), "--run-dir", str(run),
+                                    "--steps", "3"])  # fmt: skip
+    assert gone.exit_code == 2 and "input problems is missing" in gone.stderr and "changed" not in gone.stderr, gone.stderr

@@ -80,7 +80,7 @@ def world(tiny_model, tmp_path_factory) -> dict[str, Path]:
     folder's metrics, the tiny model, a checkpoint-shaped copy of it, scores and a calibration."""
     d = tmp_path_factory.mktemp("world")
     problems = d / "problems.jsonl"
-    problems.write_text("".join((EXAMPLES / "stdin.jsonl").read_text().splitlines(keepends=True)[:2]))
+    problems.write_text("".join((EXAMPLES / "stdin.jsonl").read_text().splitlines(keepends=True)[:4]))  # 4: what a calibration needs
     ids = [json.loads(line)["id"] for line in problems.read_text().splitlines()]
     rollouts = d / "rollouts.jsonl"
     rollouts.write_text("".join(
@@ -102,9 +102,10 @@ def world(tiny_model, tmp_path_factory) -> dict[str, Path]:
     (ckpt / "trainer" / "trainer_state.json").write_text('{"step": 1, "policy_version": 1}')
     (ckpt / "trainer" / "train_config.json").write_text("{}")
     scores = d / "scores.jsonl"
-    scores.write_text(json.dumps({"problem_id": ids[0], "score": 0.5}) + "\n")
+    scores.write_text("".join(json.dumps({"problem_id": p, "status": "ok", "score": 0.5 + i}) + "\n"
+                              for i, p in enumerate(ids)))  # fmt: skip
     calibration = d / "calibration.json"
-    calibration.write_text('{"points": [], "heldout": {}}\n')
+    calibration.write_text('{"points": [[0.5, 0.9], [1.5, 0.1]], "heldout": {}}\n')
     return {"P": problems, "R": rollouts, "V": verdicts, "RUN": run, "MODEL": Path(tiny_model), "CKPT": ckpt,
             "SCORES": scores, "CAL": calibration, "dir": d}  # fmt: skip
 
@@ -237,6 +238,19 @@ def test_the_guard_refuses(world, tmp_path, cmd, flag, kind, case):
     assert {p: _state(p) for p in {at, named}} == before
 
 
+@pytest.mark.parametrize(("cmd", "flag", "kind"), OUTPUTS, ids=[f"{c}-{f}".replace(" ", "-") for c, f, _ in OUTPUTS])
+def test_a_dash_is_stdout_for_a_file_and_refused_for_a_folder(world, tmp_path, monkeypatch, cmd, flag, kind):
+    """``-`` writes the one file to stdout; a folder cannot go there: refused, never a folder named ``-``."""
+    monkeypatch.chdir(tmp_path)
+    res = _run(_argv(world, cmd, flag, Path("-")))
+    assert not os.path.lexists(tmp_path / "-") and not list(tmp_path.glob("-*")), sorted(tmp_path.iterdir())
+    if kind == "dir":
+        assert res.exit_code == 2 and f"{flag} -: this writes a folder" in res.stderr, res.output
+    else:
+        assert res.exit_code == 0, res.output
+        assert len(res.stdout.strip()) > 20, res.stdout  # the document itself, not a path named '-'
+
+
 @pytest.mark.parametrize("words", sorted({w for w, _ in _walk(app)}), ids=" ".join)
 def test_every_help_is_whole_at_80_columns(words):
     """Nothing of a command's help (a long default, say) is cut off with an ellipsis at 80 columns."""
@@ -286,6 +300,16 @@ def test_the_warm_start_refuses(tmp_path, capsys, case, where):
     assert code == 2, err
     assert str(at) in err and "error:" in err, err
     assert {p: _state(p) for p in tmp_path.rglob("*")} == before
+
+
+def test_the_warm_start_refuses_stdout_for_its_folder(tmp_path, capsys, monkeypatch):
+    from mcoder import warmstart
+
+    monkeypatch.chdir(tmp_path)
+    code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", "-", "--steps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--out -: this writes a folder" in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_warm_start_replaces_only_its_own_folder(tmp_path):

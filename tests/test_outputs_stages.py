@@ -369,3 +369,35 @@ def test_a_run_folder_refusal_offers_no_flag_the_loop_lacks(tmp_path):
     with pytest.raises(Exception, match="no record") as e, claim_run_folder(_loop_cfg(tmp_path, tmp_path / "p", run)):
         pass
     assert "--overwrite" not in e.value.hint and "--run-dir" in e.value.hint
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A file system of 256 KiB (a tmpfs): what a full disk does to a write, for real."""
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(full)], check=False,
+                      capture_output=True).returncode:  # fmt: skip
+        pytest.skip("cannot mount a small file system here")
+    yield full
+    subprocess.run(["umount", str(full)], check=False)
+
+
+def test_a_full_disk_leaves_no_temporary_file_and_names_the_output(tiny_model, tmp_path, full_disk):
+    """show --html and export on a full disk: exit 4 naming what was being written (export named
+    the checkpoint file it read, show nothing), and nothing left behind (show left .r.html.part)."""
+    import shutil
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(tiny_model, ckpt)  # 5 MB of weights: more than the disk holds
+    (ckpt / "trainer").mkdir()
+    (ckpt / "trainer" / "trainer_state.json").write_text('{"step": 1, "policy_version": 1}')
+    (ckpt / "trainer" / "train_config.json").write_text("{}")
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(json.dumps({"id": "a/0/0", "problem_id": "a", "completion": "x = 1\n" * 80_000}) + "\n")
+    for argv, out in ((["export", str(ckpt), "--out", str(full_disk / "exp")], full_disk / "exp"),
+                      (["show", str(rollouts), "--html", str(full_disk / "r.html")], full_disk / "r.html")):  # fmt: skip
+        res = CliRunner().invoke(app, argv)
+        assert res.exit_code == 4, res.output
+        assert f"error: {out}: No space left on device" in res.stderr and "internal error" not in res.stderr
+        assert sorted(p.name for p in full_disk.iterdir()) == [], argv[0]

@@ -62,9 +62,14 @@ def test_a_later_file_wins_and_the_preset_comes_before_every_file(tmp_path):
     cfg = cfg_of(*BASE, "--config", str(first), "--config", str(second))
     assert cfg.train.algo == "grpo" and cfg.train.beta == 0.02
     assert cfg.train.loss_agg == "sequence" and cfg.sampling.temperature == "1.0"  # grpo's preset
-    # a value a file states stays when another preset is asked for: it was said, not defaulted
-    cfg = cfg_of(*BASE, "--config", str(first), "--algo", "dapo")
-    assert cfg.train.algo == "dapo" and cfg.train.beta == 0.01 and cfg.train.truncation == "all"
+    # a file that names another algorithm is refused under --algo: its values are that algorithm's
+    with pytest.raises(UsageError, match=r"a.toml:4: train.algo is 'grpo', and --algo dapo names 'dapo'"):
+        cfg_of(*BASE, "--config", str(first), "--algo", "dapo")
+    # a file that names none goes over --algo's preset: its values were said, not defaulted
+    cfg = cfg_of(*BASE, "--config", str(second), "--steps", "2", "--algo", "dapo")
+    assert cfg.train.algo == "dapo" and cfg.train.beta == 0.02 and cfg.train.truncation == "all"
+    saved = json.loads(cfg.to_json())["train"]  # RUN/config.json: the algorithm whose preset ran, its values
+    assert saved["algo"] == "dapo" and saved["mask_mode"] == "drop" and saved["dynamic_sampling"] is True
 
 
 def test_set_reads_toml_values_and_bare_words():
@@ -80,9 +85,9 @@ def test_set_reads_toml_values_and_bare_words():
     "item, message",
     [
         ("train.lr", "not key=value"),
-        ("train.lrr=1", "unknown key train.lrr"),
+        ("train.lrr=1", "train.lrr: unknown key"),
         ("a.b.c=1", "one section and a key"),
-        ("steps=3", "unknown key steps"),
+        ("steps=3", "steps: unknown key"),
         ("train.lr=fast", "expected a number, got 'fast'"),
         ("loop.steps=2.5", "expected a whole number"),
         ("train.shuffle=1", "expected true or false"),
@@ -112,13 +117,13 @@ def test_an_unknown_key_names_the_file_its_line_and_the_key(tmp_path):
     recipe.write_text("[loop]\nsteps = 2\n\n[train]\nlr = 1e-6\nmask_rhoo = 0.2\n")
     with pytest.raises(UsageError) as e:
         read_recipe(recipe)
-    assert e.value.message == f"{recipe}:6: unknown key train.mask_rhoo"
+    assert e.value.message == f"{recipe}:6: train.mask_rhoo: unknown key"
     recipe.write_text("steps = 2\n")
-    with pytest.raises(UsageError, match=r"r.toml:1: unknown key steps") as e:
+    with pytest.raises(UsageError, match=r"r.toml:1: steps: unknown key") as e:
         read_recipe(recipe)
     assert "setting of [loop]" in (e.value.hint or "")
     recipe.write_text("[sampling]\nmask_rho = 0.2\n")
-    with pytest.raises(UsageError, match=r"r.toml:2: unknown key sampling.mask_rho") as e:
+    with pytest.raises(UsageError, match=r"r.toml:2: sampling.mask_rho: unknown key") as e:
         read_recipe(recipe)
     assert "setting of [train]" in (e.value.hint or "")
 
@@ -129,25 +134,66 @@ def test_a_bad_value_or_syntax_names_the_file(tmp_path):
     with pytest.raises(UsageError, match=r"r.toml:2: train.lr: expected a number"):
         read_recipe(recipe)
     recipe.write_text("[train\nlr = 1\n")
-    with pytest.raises(UsageError, match=r"r.toml: not valid TOML.*line 1"):
+    with pytest.raises(UsageError, match=r"r.toml:1: not valid TOML"):
         read_recipe(recipe)
     broken = tmp_path / "config.json"
     broken.write_text('{\n  "loop": {\n    "steps": 2,\n  }\n}\n')
     with pytest.raises(UsageError, match=r"config.json:4: not valid JSON"):
         read_recipe(broken)
     broken.write_text('{\n  "train": {\n    "lr": 1.0,\n    "nope": 1\n  }\n}\n')
-    with pytest.raises(UsageError, match=r"config.json:4: unknown key train.nope"):
+    with pytest.raises(UsageError, match=r"config.json:4: train.nope: unknown key"):
         read_recipe(broken)
     with pytest.raises(UsageError, match="no such file"):
         read_recipe(tmp_path / "missing.toml")
 
 
-def test_a_bad_choice_in_a_file_is_refused_by_the_config(tmp_path):
+def test_a_bad_value_in_a_file_names_the_file_its_line_and_the_key_not_a_flag(tmp_path):
     recipe = tmp_path / "r.toml"
     recipe.write_text('[loop]\nsteps = 1\n[train]\nloss_agg = "mean"\n')
-    with pytest.raises(UsageError, match="--loss-agg") as e:
+    with pytest.raises(UsageError) as e:
         cfg_of(*BASE, "--config", str(recipe))
-    assert "token, sequence, constant" in (e.value.hint or "")
+    assert e.value.message == f"{recipe}:4: train.loss_agg: 'mean' is not one of token, sequence, constant"
+    for line, message in (("lr = inf", "is not a finite number"), ("lr = nan", "is not a finite number"),
+                          ("lr = -1.0", "is out of range: it must be > 0"),
+                          ("adam_betas = [0.9, 1.5]", "1.5 is out of range: it must be in [0, 1)")):  # fmt: skip
+        recipe.write_text(f"[loop]\nsteps = 1\n\n[train]\n{line}\n")
+        with pytest.raises(UsageError) as e:
+            cfg_of(*BASE, "--config", str(recipe))
+        key = line.split(" ")[0]
+        assert e.value.message == f"{recipe}:5: train.{key}: {message}", line
+    with pytest.raises(UsageError) as e:
+        cfg_of(*BASE, "--steps", "1", "--set", "sampling.n=0")
+    assert e.value.message == "--set sampling.n=0: sampling.n: is out of range: it must be >= 1"
+    with pytest.raises(UsageError) as e:  # a plain option is named by its flag
+        cfg_of(*BASE, "--steps", "1", "--lr", "inf")
+    assert e.value.message == "--lr inf: is not a finite number"
+
+
+def test_a_byte_order_mark_is_not_a_setting(tmp_path):
+    for name in ("r.toml", "r.json"):
+        recipe = tmp_path / name
+        body = "[loop]\nsteps = 3\n" if name.endswith(".toml") else '{"loop": {"steps": 3}}\n'
+        recipe.write_bytes(b"\xef\xbb\xbf" + body.encode())  # what Windows editors save
+        assert read_recipe(recipe) == {"loop": {"steps": 3}}
+
+
+def test_a_deeply_nested_recipe_is_a_usage_error_not_a_crash(tmp_path):
+    for name, text in (("deep.toml", "x = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+                       ("deep.json", '{"train": ' + "[" * 100_000 + "]" * 100_000 + "}")):  # fmt: skip
+        recipe = tmp_path / name
+        recipe.write_text(text)
+        with pytest.raises(UsageError, match=f"{name}: nested too deeply"):
+            read_recipe(recipe)
+    with pytest.raises(UsageError, match="nested too deeply"):
+        parse_sets(["train.lr=" + "[" * 100_000 + "]" * 100_000])
+
+
+def test_a_key_given_twice_in_a_json_recipe_is_refused(tmp_path):
+    recipe = tmp_path / "config.json"
+    recipe.write_text('{\n  "train": {\n    "lr": 1e-6,\n    "lr": 1e-3\n  }\n}\n')
+    with pytest.raises(UsageError) as e:
+        read_recipe(recipe)
+    assert e.value.message == f"{recipe}:4: lr: given twice"
 
 
 def test_a_train_length_limit_other_than_the_sampling_one_is_refused():
@@ -169,7 +215,7 @@ def test_a_run_config_json_builds_the_same_config(tmp_path):
     saved.write_text(cfg.to_json())
     again = cfg_of("--config", str(saved), "--run-dir", "RUN")
     assert again.to_json() == cfg.to_json()
-    assert str(again.problems) == "P.jsonl" and again.model == "M"
+    assert str(again.problems) == str(Path("P.jsonl").resolve()) and again.model == "M"  # no folder M here
     longer = cfg_of("--config", str(saved), "--run-dir", "RUN", "--steps", "5")
     assert longer.steps == 5 and longer.train == cfg.train
 

@@ -173,3 +173,68 @@ def test_a_killed_loop_resumed_logs_every_step_once(tiny_model, tmp_path):
             all(math.isclose(row[k], v, rel_tol=1e-6, abs_tol=1e-6) for k, v in scalars(want).items())
             for want in wants
         ), f"step {step}"
+
+
+# ---------------------------------------------------------------- the loggers' folders go through the guard
+
+
+def _tree(p: Path) -> dict:
+    return {str(f.relative_to(p)): f.read_bytes() for f in sorted(p.rglob("*")) if f.is_file()}
+
+
+@pytest.mark.parametrize("kind", ["tensorboard", "wandb"])
+def test_a_loggers_folder_of_the_users_is_refused_not_written_into(kind, tmp_path, tiny_model):
+    """A tensorboard/ or wandb/ beside OUT that mcoder did not make: TensorBoard would hide the
+    user's earlier series behind the new ones (purge_step), W&B would add a run to theirs."""
+    batch = write_batch(tiny_model, tmp_path / "batch", {"a": "sum"}, n=2, max_tokens=8, temperature=0.9,
+                        reward=lambda r: r.sample_index)  # fmt: skip
+    theirs = tmp_path / "out" / kind
+    theirs.mkdir(parents=True)
+    (theirs / "events.out.tfevents.1.host").write_bytes(b"the user's own curves")
+    before = _tree(theirs)
+    r = CliRunner().invoke(app, ["train", "-m", str(tiny_model), "-r", str(batch / "r.jsonl"), "--verdicts",
+                                 str(batch / "v.jsonl"), "-o", str(tmp_path / "out" / "ckpt"), "--report-to", kind])  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert f"--report-to {kind}" in r.stderr and str(theirs) in r.stderr and "internal error" not in r.stderr
+    assert _tree(theirs) == before
+
+
+def test_a_link_named_tensorboard_is_refused(tmp_path):
+    from mcoder.errors import UsageError
+    from mcoder.reporting import open_reporters
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "tensorboard").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="symbolic link"):
+        open_reporters(["tensorboard"], tmp_path / "run", purge_from=1)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_an_unwritable_tensorboard_folder_is_the_environment_named_in_one_line(tmp_path, capfd):
+    """Before: TensorBoard's writer thread died with a 50-line traceback and a bytes repr."""
+    from mcoder.errors import EnvironmentMissing
+    from mcoder.reporting import open_reporters
+
+    folder = tmp_path / "run" / "tensorboard"
+    folder.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], check=False,
+                      capture_output=True).returncode:  # fmt: skip
+        pytest.skip("cannot mount a read-only file system here")
+    try:
+        with pytest.raises(EnvironmentMissing) as e:
+            open_reporters(["tensorboard"], tmp_path / "run", purge_from=1)
+        time.sleep(0.5)  # a writer thread, had one started, would have failed by now
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+    assert e.value.exit_code == 4 and str(folder) in e.value.message and "b'" not in e.value.message
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception in thread" not in err, err
+
+
+def test_the_loggers_own_folders_are_taken_again(tmp_path):
+    from mcoder.reporting import open_reporters
+
+    for _ in range(2):  # made, then resumed: its mark says it is mcoder's
+        open_reporters(["tensorboard"], tmp_path, purge_from=1).close()
+    assert (tmp_path / "tensorboard" / ".mcoder-tensorboard").exists()

@@ -139,7 +139,7 @@ def test_schedule_gives_the_stage_temperature(tiny_model, src, tmp_path):
     "extra, code, words",
     [
         (["--temperature", "hot"], 2, "not a number"),
-        (["--n", "0"], 2, "at least one sample"),
+        (["--n", "0"], 2, "--n 0: is out of range: it must be >= 1"),
         (["--temperature", "1.0", "--temperature-schedule", "0.6@0"], 2, "both given"),
         (["--temperature-schedule", "0.6@3"], 2, "step 0"),
         (["--engine", "tpu"], 2, "unknown --engine"),

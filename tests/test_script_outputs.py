@@ -35,6 +35,7 @@ RUN = {
     "scripts/gpu_carry.sh": ((), ["AT"]),
     "scripts/gpu_rehearse.sh": ((("GPU_IMAGE_VENV", "AT"),), []),
     "scripts/test_torch_compat.sh": ((("TORCH_VENV", "AT"),), []),
+    "scripts/record_outputs.sh": ((), ["AT"]),
     "benchmarks/gpu_check.sh": ((), ["--smoke", "--out", "AT"]),
     "benchmarks/gpu_bench.py": ((), ["--smoke", "--out", "AT"]),
     "benchmarks/learning_proof.py": ((), ["--smoke", "--out", "AT"]),

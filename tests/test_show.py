@@ -203,6 +203,37 @@ def test_a_difference_past_the_shown_prefix_is_found_and_its_lines_shown(tmp_pat
     assert "(identical text)" not in out
 
 
+def test_verdicts_judged_from_other_rollouts_are_refused_not_shown(run, tmp_path):
+    """verdicts.jsonl beside rollouts.jsonl, but judged before the rollouts were made again (the
+    ids are the same): each sample would show another completion's verdict (a correct program
+    as no_code). Its sidecar names the rollouts it was judged from."""
+    problems = run.parent / "problems.jsonl"
+    rollouts = tmp_path / "rollouts.jsonl"
+    _write(rollouts, [{"id": "add/0/0", "problem_id": "add", "completion": "I do not know."}])
+    _ok(mc("judge", "-p", problems, "-r", rollouts, "-o", tmp_path / "verdicts.jsonl", "-w", 1,
+           "--unsafe-no-sandbox", "-q"))  # fmt: skip
+    assert "no_code 1" in _ok(mc("show", rollouts)).stdout
+    good = f"{FENCE}python\na, b = map(int, input().split())\nprint(a + b)\n{FENCE}"
+    _write(rollouts, [{"id": "add/0/0", "problem_id": "add", "completion": good}])  # sampled again
+    r = mc("show", rollouts, "--full")
+    assert r.exit_code == 3, r.output
+    assert "verdicts.jsonl" in r.stderr and "judged from other rollouts" in r.stderr and "no_code" not in r.stdout
+
+
+def test_prompt_prints_what_the_model_was_given_exactly(tmp_path):
+    given = "<|im_start|>system\nYou write Python.<|im_end|>\n<|im_start|>user\nPrint a + b.<|im_end|>\n<|im_start|>assistant\n"
+    rollouts = _write(tmp_path / "r.jsonl", [
+        {"id": "a/0/0", "problem_id": "add", "completion": "x = 1", "prompt": given},
+        {"id": "a/0/1", "problem_id": "add", "completion": "x = 2"},
+    ])  # fmt: skip
+    out = _ok(mc("show", rollouts, "--full", "--prompt")).stdout
+    assert "prompt (exactly as the model was given it)" in out
+    for line in given.splitlines():
+        assert line in out, line
+    assert "(the rollout did not record its prompt)" in out
+    assert "<|im_start|>" not in _ok(mc("show", rollouts, "--full")).stdout  # only when asked
+
+
 # ------------------------------------------------------------------ the HTML report
 
 

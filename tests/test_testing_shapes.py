@@ -66,3 +66,16 @@ def test_smallest_shape_is_written_and_loads(tmp_path):
     with torch.no_grad():
         logits = model(ids).logits
     assert logits.shape[-1] == 151936 and torch.isfinite(logits).all()
+
+
+@pytest.mark.slow
+def test_the_tiny_model_command_prints_its_path_and_nothing_else(tmp_path):
+    """`python -m mcoder.testing DIR` (the README's first step): the path on stdout, and no progress
+    bar of transformers on stderr (it drew "Writing model shards: 100%|...")."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mcoder.testing", str(tmp_path / "tiny")],
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{tmp_path / 'tiny'}\n" and done.stderr == "", done.stderr

@@ -216,7 +216,7 @@ def test_loop_in_process_runs_a_step_and_extends(tiny_model, tmp_path):
     assert [orjson.loads(x)["step"] for x in (run / "metrics.jsonl").read_bytes().splitlines()] == [1, 2]
     cmd[cmd.index("--lr") + 1] = "1e-2"
     r = CliRunner().invoke(app, cmd)
-    assert r.exit_code == 2 and "other settings (lr)" in r.stderr
+    assert r.exit_code == 2 and "other settings (lr 0.0001 -> 0.01)" in r.stderr, r.stderr  # the values too
 
 
 @pytest.mark.slow

@@ -57,8 +57,11 @@ def test_resolved_config_round_trips(tmp_path):
     [
         ({"loss_agg": "mean"}, "unknown --loss-agg 'mean'"),
         ({"truncation": "some"}, "unknown --truncation 'some'"),
-        ({"mask_rho": 1.5}, "not a probability"),
-        ({"micro_batch_size": 0}, "micro_batch_size must be at least 1"),
+        ({"mask_rho": 1.5}, r"--mask-rho 1.5: is out of range: it must be in \[0, 1\]"),
+        ({"micro_batch_size": 0}, "--micro-batch-size 0: is out of range: it must be >= 1"),
+        ({"lr": float("inf")}, "--lr inf: is not a finite number"),
+        ({"lr": float("nan")}, "--lr nan: is not a finite number"),
+        ({"lr": -1e-6}, "--lr -1e-06: is out of range: it must be > 0"),
         ({"mask_non_incorrect": "no_code"}, "unknown --mask-non-incorrect"),
         ({"wrong_knob": 1}, "unknown training option"),
     ],

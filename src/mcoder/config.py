@@ -6,6 +6,12 @@ its options from the fields, ``mcoder.cli.options``), the allowed values (a ``Li
 the list of choices, checked here and by the CLI), and the JSON saved beside every output.
 Section comments ``# --- name`` group fields into help panels.
 
+A numeric field's range is declared once too, in the ``@ranges(...)`` line above the class's
+``@dataclass`` (``lr="> 0"``, ``mask_rho="[0, 1]"``, ``seed="finite"``): every value must be a
+finite number in it, checked when the object is made, whoever makes it (the CLI, a recipe,
+``--set``, a saved config, a script); ``value_problem`` gives the same verdict for one value, so
+that a recipe can name its file, line and key.
+
 Importing this module imports neither torch nor typer.
 """
 
@@ -15,9 +21,11 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
 import re
 import textwrap
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
@@ -111,6 +119,144 @@ def check_choices(obj: Any) -> None:
             f"unknown {flag(f.name)} {bad[0]!r}",
             hint=f"choose one of {', '.join(map(str, allowed))}",
         )
+
+
+# ----------------------------------------------------------------------------- numeric ranges
+
+_BOUND = re.compile(r"^(>=|>|<=|<)\s*(\S+)$")
+_INTERVAL = re.compile(r"^([\[(])\s*([^,\s]+)\s*,\s*([^,\s]+)\s*([\])])$")
+
+
+@dataclass(frozen=True)
+class Range:
+    """The finite numbers a field allows: ``lo``/``hi`` (None: no bound), open or closed."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    text: str = "finite"
+
+    @classmethod
+    def parse(cls, text: str) -> Range:
+        """'> 0', '>= 1', '<= 100', '[0, 1]', '(0, 1]', '[0, 1)' or 'finite' (any finite number)."""
+        t = text.strip()
+        if t == "finite":
+            return cls()
+        if m := _BOUND.match(t):
+            op, value = m.group(1), float(m.group(2))
+            if op.startswith(">"):
+                return cls(lo=value, lo_open=op == ">", text=t)
+            return cls(hi=value, hi_open=op == "<", text=t)
+        if m := _INTERVAL.match(t):
+            lo, hi = float(m.group(2)), float(m.group(3))
+            return cls(lo, hi, m.group(1) == "(", m.group(4) == ")", text=t)
+        raise ValueError(f"range {text!r}: write '> 0', '>= 1', '[0, 1]', '(0, 1]' or 'finite'")
+
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` is refused, or None."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return "is not a finite number"
+        below = self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo)
+        above = self.hi is not None and (value >= self.hi if self.hi_open else value > self.hi)
+        return f"is out of range: it must be {self.shown}" if below or above else None
+
+    @property
+    def shown(self) -> str:
+        """'> 0', 'in [0, 1]'; '' for any finite number."""
+        return "" if self.text == "finite" else self.text if self.text[0] in "<>" else f"in {self.text}"
+
+
+RANGES_ATTR = "__field_ranges__"
+
+
+def ranges(*, flag_prefix: str = "", **declared: str) -> Callable[[type], type]:
+    """Class decorator, above ``@dataclass``: the range of each numeric field (see the module).
+    The object is checked when it is made; ``flag_prefix``: what the command line puts before a
+    field's flag (``verify-`` for ``--verify-runs``), for messages."""
+
+    def decorate(cls: type) -> type:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(declared) - names
+        if unknown:
+            raise TypeError(f"@ranges on {cls.__name__}: no field {', '.join(sorted(unknown))}")
+        own = {name: Range.parse(text) for name, text in declared.items()}
+        setattr(cls, RANGES_ATTR, {**field_ranges(cls), **own})
+        cls.__flag_prefix__ = flag_prefix
+        made = cls.__init__
+        post = cls.__dict__.get("__post_init__")
+
+        @functools.wraps(made)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            made(self, *args, **kwargs)
+            check_ranges(self)  # again after __post_init__: values it parsed from text
+
+        __init__.checks_ranges = True  # type: ignore[attr-defined]
+        cls.__init__ = __init__
+        if post is not None:  # before the class's own checks, whose messages may be vaguer
+
+            @functools.wraps(post)
+            def __post_init__(self: Any) -> None:
+                check_ranges(self)
+                post(self)
+
+            cls.__post_init__ = __post_init__
+        return cls
+
+    return decorate
+
+
+def field_ranges(cls: type) -> dict[str, Range]:
+    """``{field: Range}`` declared on ``cls`` and its bases."""
+    out: dict[str, Range] = {}
+    for base in reversed(cls.__mro__):
+        out.update(base.__dict__.get(RANGES_ATTR, {}))
+    return out
+
+
+def _numbers(value: Any) -> list[float]:
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def range_problem(cls: type, name: str, value: Any) -> str | None:
+    """Why ``value`` (a number, or a tuple or list of them) is out of the field's range, or None."""
+    declared = field_ranges(cls).get(name)
+    if declared is None:
+        return None
+    for v in _numbers(value):
+        problem = declared.problem(v)
+        if problem is not None:
+            return f"{v!r} {problem}" if isinstance(value, (tuple, list)) else problem
+    return None
+
+
+def value_problem(cls: type, name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the field ``name`` of ``cls`` (not one of its choices, or out of
+    its range), or None: the check ``check_choices`` and the range check make, for one value."""
+    allowed = choices_of(field_types(cls)[name])
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    if allowed is not None:
+        bad = [v for v in values if v is not None and v not in allowed]
+        if bad:
+            return f"{bad[0]!r} is not one of {', '.join(map(str, allowed))}"
+    return range_problem(cls, name, value)
+
+
+def check_ranges(obj: Any) -> None:
+    """Every numeric field of ``obj`` in its declared range (``ranges``); a UsageError naming the
+    flag and the value otherwise."""
+    cls = type(obj)
+    prefix = getattr(cls, "__flag_prefix__", "")
+    for name, declared in field_ranges(cls).items():
+        value = getattr(obj, name)
+        problem = range_problem(cls, name, value)
+        if problem is not None:
+            shown = ",".join(map(repr, value)) if isinstance(value, (tuple, list)) else repr(value)
+            raise UsageError(
+                f"{flag(prefix + name)} {shown}: {problem}",
+                hint=f"{flag(prefix + name)} takes a finite number {declared.shown}".rstrip(),
+            )
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

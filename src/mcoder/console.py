@@ -1,7 +1,9 @@
 """The one rich Console (on stderr), progress bars and tables.
 
 Results and paths go to stdout (``emit``); progress, tables and messages go to stderr. Progress
-bars are off when stderr is not a terminal or when ``--quiet`` was given.
+bars are off when stderr is not a terminal or when ``--quiet`` was given. Every message, table
+cell and result line passes ``mcoder.printable.printable`` (the door for untrusted text: ids,
+paths and values quoted in a message may come from a model, a program or a source row).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+
+from mcoder.printable import printable
 
 console = Console(stderr=True, highlight=False)
 _quiet = False
@@ -77,12 +81,13 @@ def info(message: str) -> None:
     """A line of news on stderr (suppressed by --quiet), printed as written: messages quote paths,
     ids and values, whose square brackets rich would otherwise read as markup and drop."""
     if not _quiet:
-        console.print(message, soft_wrap=True, markup=False)
+        console.print(printable(message), soft_wrap=True, markup=False)
 
 
 def labelled(label: str, style: str, message: str) -> Text:
-    """``label:`` in ``style``, then ``message`` as written (no markup read in it)."""
-    return Text.assemble((f"{label}:", style), " ", message)
+    """``label:`` in ``style``, then ``message`` as written (no markup read in it, control
+    characters escaped)."""
+    return Text.assemble((f"{label}:", style), " ", printable(message))
 
 
 def warn(message: str) -> None:
@@ -91,8 +96,18 @@ def warn(message: str) -> None:
 
 
 def emit(line: str) -> None:
-    """A result on stdout: a path, a number, a table meant for a pipe."""
-    sys.stdout.write(line + "\n")
+    """A result on stdout: a path, a number, a line meant for a pipe (control characters escaped)."""
+    sys.stdout.write(printable(line) + "\n")
+    sys.stdout.flush()
+
+
+def document(text: str) -> None:
+    """A whole document asked for on stdout (``--json -``, ``--markdown -``): written exactly to a
+    pipe or a file, so that it parses as the file would; to a terminal, through ``printable``
+    like everything else a person reads there."""
+    if sys.stdout.isatty():
+        text = printable(text, multiline=True)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()
 
 
@@ -117,7 +132,7 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> 
     for i, c in enumerate(columns):
         t.add_column(c, justify="left" if i == 0 else "right")
     for r in rows:
-        t.add_row(*(Text(str(x)) for x in r))  # cells as written: ids may hold square brackets
+        t.add_row(*(Text(printable(x)) for x in r))  # cells as written: ids may hold square brackets
     return t
 
 

@@ -46,7 +46,7 @@ class ExportJob:
 def export_checkpoint(job: ExportJob) -> Path:
     """Copy (or merge) the policy of ``job.checkpoint`` into ``job.out``, with its model card."""
     from mcoder.models import check_model_dir
-    from mcoder.outputs import claim_output, temp_folder
+    from mcoder.outputs import claim_output, naming_output, temp_folder
     from mcoder.train.trainer import CONFIG_FILE, read_state, state_dir
 
     ckpt = Path(job.checkpoint)
@@ -84,13 +84,14 @@ def export_checkpoint(job: ExportJob) -> Path:
             return Path(job.out)
         tmp = temp_folder(job.out)  # removes what an export killed half-way left
         try:
-            if job.merge_lora:
-                _merge(folder, settings.get("dtype", "float32"), tmp)
-                weights = f"LoRA adapter (rank {settings.get('lora_rank', '?')}) merged into the base weights"
-            else:
-                _copy_model_files(ckpt, tmp)
-                weights = None
-            write_model_card(tmp, state, settings, bench=bench, weights=weights)
+            with naming_output(job.out):  # a full disk names --out, not the checkpoint file being copied
+                if job.merge_lora:
+                    _merge(folder, settings.get("dtype", "float32"), tmp)
+                    weights = f"LoRA adapter (rank {settings.get('lora_rank', '?')}) merged into the base weights"
+                else:
+                    _copy_model_files(ckpt, tmp)
+                    weights = None
+                write_model_card(tmp, state, settings, bench=bench, weights=weights)
             if Path(job.out).exists():
                 shutil.rmtree(job.out)
             os.replace(tmp, job.out)

@@ -56,6 +56,9 @@ a change (except a copy of a file above 256 MiB, whose mtime is in its hash); an
 from stdin (``-``) cannot be fingerprinted and is not compared.
 
 ``-`` (stdout) as ``OUT`` skips the lock, the guard and the sidecar: a pipe has no earlier state.
+It means stdout only where one file is written (a JSONL output, a document); an output that is a
+folder (a checkpoint, a run, figures, an export) is refused for ``-``, never made as a folder
+named ``-``.
 
 What is at a path is judged by ``lstat``, never by its name (``check_target``): only a missing
 path is absent; a device, FIFO or socket is refused (as root, replacing ``/dev/null`` would delete
@@ -147,6 +150,11 @@ def check_target(path: str | os.PathLike, *, flag: str = "--out", kind: str = "f
     """Refuse a path mcoder must not write, judged by ``lstat`` (see the module). ``kind``: "file" or
     "dir". A missing path is checked for where it would be made: under a folder mcoder may write."""
     p = os.fspath(path)
+    if p == STDIO and kind == "dir":
+        raise UsageError(
+            f"{flag} -: this writes a folder, which cannot go to stdout ('-' is stdout for a file)",
+            hint=f"give {flag} a folder path",
+        )
     if p == STDIO:
         return
     try:
@@ -256,6 +264,7 @@ def claim_output(
         raise ValueError(f"kind {kind!r}")
     named = {k: os.fspath(v) for k, v in (inputs or {}).items() if v is not None}
     if os.fspath(path) == STDIO:
+        check_target(path, flag=flag, kind="dir" if kind == "dir" else "file")  # a folder: refused
         yield Claim(path=STDIO, stage=stage, stdout=True)
         return
     out = os.fspath(path)
@@ -673,6 +682,8 @@ def describe_changes(
             changes.append(f"input {k} {'added' if a is None else 'dropped'}")
         elif STDIO in (a.get("path"), b.get("path")):
             continue  # a pipe cannot be fingerprinted
+        elif b.get("missing") and not a.get("missing"):  # (a dataset by name is never a file: both say so)
+            changes.append(f"input {k} is missing ({b.get('path')}: no such file; it was {a.get('path')})")
         elif (a.get("size"), a.get("sha256")) != (b.get("size"), b.get("sha256")):
             changes.append(f"input {k} changed ({b.get('path')}: not the content the output was made from)")
     return changes
@@ -715,6 +726,22 @@ def _write_sidecar(out: str, stage: str, settings: dict, inputs: dict, *, finish
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+# Errors of the place written to, not of the data: raised again naming the output (a full disk's
+# error names no file, and a copy's may name the file it read).
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+@contextlib.contextmanager
+def naming_output(out: str | os.PathLike) -> Iterator[None]:
+    """An OSError of a full disk (or quota) inside the block is raised again naming ``out``."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno in FULL and e.filename != os.fspath(out):
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno), os.fspath(out)) from None
+        raise
 
 
 def temp_folder(out: str | os.PathLike) -> Path:
@@ -767,8 +794,14 @@ def write_document(
     inputs: Mapping[str, str | os.PathLike | None] | None = None,
 ) -> None:
     """Write a whole file at once, under its lock and through a temp file, then its sidecar; an
-    existing file is replaced only when mcoder wrote it and nobody changed it since."""
+    existing file is replaced only when mcoder wrote it and nobody changed it since. ``-``: the
+    text to stdout (``mcoder.console.document``)."""
     p = os.fspath(path)
+    if p == STDIO:
+        from mcoder import console
+
+        console.document(data if isinstance(data, str) else data.decode("utf-8", "replace"))
+        return
     raw = data.encode("utf-8") if isinstance(data, str) else data
     check_document(p, stage=stage, flag=flag, inputs=inputs)  # a path under a file: refused, not mkdir'd
     os.makedirs(os.path.dirname(_plain(p)), exist_ok=True)
@@ -777,7 +810,12 @@ def write_document(
         head, name = os.path.split(_plain(p))
         tmp = os.path.join(head, f".{name}.part")
         Path(tmp).unlink(missing_ok=True)  # a leftover of a killed run (we hold the lock)
-        with open(tmp, "xb") as f:
-            f.write(raw)
+        try:
+            with naming_output(p), open(tmp, "xb") as f:
+                f.write(raw)
+        except BaseException:  # a full disk, Ctrl-C: no part file is left behind
+            Path(tmp).unlink(missing_ok=True)
+            raise
         os.replace(tmp, p)
-        _write_sidecar(p, stage, {}, {}, finished=fingerprint(p))
+        with naming_output(sidecar_path(p)):
+            _write_sidecar(p, stage, {}, {}, finished=fingerprint(p))

@@ -19,6 +19,12 @@ logs a step twice:
 
 Each logger writes a step as soon as it is given one (TensorBoard flushed at once: a kill
 loses nothing already written to metrics.jsonl).
+
+Both folders go through the output guard (``mcoder.outputs.claim_folder``) before a logger opens
+them: a ``tensorboard/`` or ``wandb/`` that is someone else's (a non-empty folder without
+mcoder's mark: ``tensorboard/.mcoder-tensorboard``, ``wandb/mcoder.json``), a link, a file or a
+device is refused (exit 2), never written into; a folder mcoder cannot write in is the
+environment (exit 4, naming it), found before the logger's own writer thread would fail on it.
 """
 
 from __future__ import annotations
@@ -34,8 +40,32 @@ from typing import Any
 from mcoder.errors import EnvironmentMissing
 
 TENSORBOARD_DIR = "tensorboard"
+TENSORBOARD_MARK = ".mcoder-tensorboard"  # in every tensorboard/ mcoder made: a rerun may go on in it
 WANDB_DIR = "wandb"
 WANDB_STATE = "mcoder.json"
+
+
+def claim_logger_folder(folder: Path, marker: str, kind: str, *, make: bool = True) -> None:
+    """``folder`` for the ``kind`` logger, through the output guard (see the module): refused
+    when it is not mcoder's, an EnvironmentMissing naming it when it cannot be written."""
+    from mcoder.errors import UsageError
+    from mcoder.outputs import claim_folder
+
+    flag = f"--report-to {kind}"
+    try:
+        claim_folder(folder, marker, flag=flag, make=make)
+        if not make and not folder.exists():
+            folder.mkdir(parents=True)
+    except UsageError as e:
+        raise UsageError(
+            f"{flag}: {e.message}",
+            hint=f"{folder} is not a folder mcoder made for its curves: move it aside, or start the run elsewhere",
+        ) from None
+    except OSError as e:
+        raise EnvironmentMissing(
+            f"{flag}: cannot write in {folder} ({e.strerror or e})",
+            hint="fix its permissions or free the disk, or drop --report-to " + kind,
+        ) from None
 
 
 def scalars(metrics: dict[str, Any]) -> dict[str, float]:
@@ -102,6 +132,7 @@ class TensorBoard:
                 "--report-to tensorboard needs the tensorboard package",
                 hint="pip install tensorboard (or pip install 'mcoder[report]')",
             ) from None
+        claim_logger_folder(folder, TENSORBOARD_MARK, "tensorboard")
         earlier = folder.is_dir() and any(folder.glob("events.out.tfevents.*"))
         # purge_step: TensorBoard hides the earlier events from that step on (they are written again)
         self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_from if earlier else None)
@@ -126,7 +157,7 @@ class WandB:
             ) from None
         self.folder = folder / WANDB_DIR
         state_file = self.folder / WANDB_STATE
-        self.folder.mkdir(parents=True, exist_ok=True)
+        claim_logger_folder(self.folder, WANDB_STATE, "wandb", make=False)  # the state file is the mark
         state = json.loads(state_file.read_text()) if state_file.is_file() else {}
         self.run_id = state.get("id") or uuid.uuid4().hex[:12]
         if "id" not in state:  # first: a run killed before its first step resumes the same W&B run

@@ -6,19 +6,26 @@ the counter goes wrong and ``ast`` raises ``SystemError: AST constructor recursi
 mismatch`` (python/cpython#106905). The judge parses candidate output from one thread per
 worker, and the dataset stages parse while the judge runs, so every parse in mcoder goes
 through this one lock. Re-entrant, because a finaliser may itself parse.
+
+The text parsed is often a model's (a completion, its program): the warnings the parser gives on
+it (``SyntaxWarning: invalid decimal literal``, an invalid escape sequence) are about that text,
+not about mcoder, and are not printed on mcoder's stderr.
 """
 
 from __future__ import annotations
 
 import ast
 import threading
+import warnings
 from typing import Any
 
 _LOCK = threading.RLock()
 
 
 def parse(source: str | bytes, *args: Any, **kwargs: Any) -> ast.AST:
-    with _LOCK:
+    with _LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # an invalid escape, before Python 3.12
         return ast.parse(source, *args, **kwargs)
 
 

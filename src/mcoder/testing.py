@@ -232,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=TinySpec.seed)
     args = parser.parse_args(argv)
+    from mcoder.console import quiet_third_party
+
+    quiet_third_party()  # the path on stdout is the whole output: no "Writing model shards" bar on stderr
     spec = SHAPES[args.shape] if args.shape else TinySpec()
     spec = replace(spec, layers=args.layers or spec.layers, seed=args.seed)
     path = make_tiny_model(args.out_dir, spec)

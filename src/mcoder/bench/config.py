@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcoder.bench.gates import Gates
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.errors import UsageError
 
 DEFAULT_KS = (1,)
@@ -16,6 +16,7 @@ DEFAULT_KS = (1,)
 DEFAULT_RATING_BOUNDS = (1400.0, 2000.0)
 
 
+@ranges(ks=">= 1", rating_bounds="> 0")
 @dataclass(slots=True)
 class BenchConfig:
     problems: Path | None = None
@@ -112,12 +113,12 @@ class BenchConfig:
             )
         if not self.ks or any(k < 1 for k in self.ks) or list(self.ks) != sorted(set(self.ks)):
             raise UsageError(
-                f"bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8"
+                f"--k: bad k values {self.ks}", hint="give distinct positive integers, e.g. --k 1,4,8"
             )
         lo, hi = self.rating_bounds
         if not 0 < lo < hi:
             raise UsageError(
-                f"bad rating bounds {lo},{hi}", hint="give two increasing ratings, e.g. 1400,2000"
+                f"--rating-bounds {lo:g},{hi:g}: not two increasing ratings", hint="e.g. 1400,2000"
             )
 
     def _validate_gates(self) -> None:

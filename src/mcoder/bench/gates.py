@@ -2,36 +2,48 @@
 results are worse than allowed, so that a CI job can tell a worse model (5) from a broken job
 (1 internal, 2 usage, 3 bad data, 4 missing environment).
 
-- ``--fail-under RATE``: pass@1 over all evaluated problems is below RATE (``0.6`` or ``60%``).
-- ``--fail-on-regression`` (with ``--baseline``): some problem's pass@1 (its passed share of
-  samples, c/n) is lower than in the baseline, or the baseline passed it and it has no verdict now.
-  With one sample per problem (a folder of solutions): passed before, fails now. Compared exactly
-  on counts (c1 * n0 < c0 * n1), never on rounded floats.
-- ``--max-drop POINTS`` (with ``--baseline``): pass@1 over all fell more than POINTS percentage
-  points below the baseline's: the gate for sampled models, whose per-problem shares are noisy.
+Every problem of the problems file counts. A problem without a verdict is a failure for every
+gate, never a problem left out: an empty verdicts file, or one that judged 1 of 6 problems, fails
+each gate that is on.
 
-Every gate is checked and every failure reported, not only the first.
+- ``--fail-under RATE``: pass@1 over all problems (a problem's pass@1 is its passed share of
+  samples; one without a verdict counts 0 and fails the gate) is below RATE (``0.6`` or ``60%``).
+- ``--fail-on-regression`` (with ``--baseline``): some problem's pass@1 (c/n) is lower than in
+  the baseline, or it has no verdict now. With one sample per problem (a folder of solutions):
+  passed before, fails now. Compared exactly on counts (c1 * n0 < c0 * n1), never on rounded
+  floats.
+- ``--max-drop POINTS`` (with ``--baseline``): pass@1 over all problems fell more than POINTS
+  percentage points below the baseline's: the gate for sampled models, whose per-problem shares
+  are noisy; a problem without a verdict now fails it too.
+
+With a gate on, the baseline must have judged every problem of the problems file: an empty one,
+or one of another set, is a broken job (``check_baseline``: a ``DataError``, exit 3), not a gate
+that quietly turns itself off.
+
+Every gate is checked and every failure reported, not only the first; each gate's result is a
+``GateResult`` (the JUnit file has a test case per gate, with the same outcome).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcoder.bench.table import ProblemTally, Table
-from mcoder.config import TEXT
-from mcoder.errors import UsageError
+from mcoder.bench.table import ProblemTally
+from mcoder.config import TEXT, ranges
+from mcoder.errors import DataError, UsageError
 
 EPS = 1e-9  # float slack for the pass@1 comparisons: a value equal to the floor passes
 
 
+@ranges(fail_under="[0, 1]", max_drop="[0, 100]")
 @dataclass(frozen=True, slots=True)
 class Gates:
     fail_under: float | None = field(default=None, metadata=TEXT)
-    """pass@1 floor over all evaluated problems: a fraction 0..1 or a percentage (0.6 or 60%)."""
+    """pass@1 floor over all problems (one without a verdict fails): a fraction 0..1 or a percentage (0.6 or 60%)."""
     fail_on_regression: bool = False
-    """Fail when any problem's pass@1 is lower than in the baseline."""
+    """Fail when any problem's pass@1 is lower than in the baseline, or it has no verdict now."""
     max_drop: float | None = None
-    """Fail when pass@1 over all fell more than this many percentage points below the baseline's."""
+    """Fail when pass@1 over all problems fell more than this many percentage points below the baseline's."""
 
     def __post_init__(self) -> None:
         if isinstance(self.fail_under, str):  # the command line's '0.6' or '60%'
@@ -76,37 +88,107 @@ def changes(
         if b.n == 0:
             continue  # the baseline never evaluated it: nothing to regress from
         status = t.failed["status"] if t is not None and t.failed else None
-        if (n1 == 0 and b.c > 0) or (n1 and c1 * b.n < b.c * n1):
+        if n1 == 0 or c1 * b.n < b.c * n1:  # no verdict now: a failure, whatever the baseline had
             worse.append(Change(pid, (b.c, b.n), (c1, n1), status))
         elif n1 and c1 * b.n > b.c * n1:
             better.append(Change(pid, (b.c, b.n), (c1, n1)))
     return worse, better
 
 
-def check(gates: Gates, table: Table, baseline: Table | None, regressions: list[Change]) -> list[str]:
-    """One line per failed gate (empty: every gate passed)."""
-    failed = []
-    now = table.cell().pass_at[1]
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One gate that is on: its flag as given, and why it failed (None: it passed)."""
+
+    flag: str
+    failure: str | None = None
+
+
+def pass_at_1(tallies: dict[str, ProblemTally]) -> float | None:
+    """pass@1 over every problem, a problem without a verdict counting 0 (None: no problems)."""
+    if not tallies:
+        return None
+    return sum(t.c / t.n for t in tallies.values() if t.n) / len(tallies)
+
+
+def check(
+    gates: Gates,
+    tallies: dict[str, ProblemTally],
+    base_tallies: dict[str, ProblemTally] | None,
+    regressions: list[Change],
+) -> list[GateResult]:
+    """The result of each gate that is on, in the order of their flags."""
+    results = []
+    missing = sorted(t.id for t in tallies.values() if t.n == 0)
+    now = pass_at_1(tallies)
+    over = f"over all {len(tallies)} problems" + (f" ({_missing(missing)})" if missing else "")
     if gates.fail_under is not None:
-        if now is None:
-            failed.append("pass@1 is n/a (no problem has a verdict), under the floor of --fail-under")
-        elif now + EPS < gates.fail_under:
-            failed.append(f"pass@1 {_pct(now)} is under the floor {_pct(gates.fail_under)} (--fail-under)")
-    if gates.fail_on_regression and regressions:
+        flag = f"--fail-under {_pct(gates.fail_under)}"
+        failure = None
+        if now is None or now + EPS < gates.fail_under or missing:
+            shown = "n/a" if now is None else _pct(now)
+            verdict = f"under the floor {_pct(gates.fail_under)}" if now is None or now + EPS < gates.fail_under else (
+                "at or over the floor, but a problem without a verdict fails the gate"
+            )  # fmt: skip
+            failure = f"pass@1 {shown} {over} is {verdict} ({flag})"
+        results.append(GateResult(flag, failure))
+    if gates.fail_on_regression:
         n = len(regressions)
-        failed.append(
+        failure = (
             f"{n} problem{'s' * (n != 1)} regressed against the baseline (--fail-on-regression): "
             + ", ".join(r.id for r in regressions[:10])
             + (f", ... ({n - 10} more)" if n > 10 else "")
-        )
-    if gates.max_drop is not None and baseline is not None:
-        before = baseline.cell().pass_at[1]
-        if before is not None and now is not None and 100 * (before - now) > gates.max_drop + EPS:
-            failed.append(
-                f"pass@1 fell {100 * (before - now):.1f} points ({_pct(before)} -> {_pct(now)}), "
-                f"more than --max-drop {gates.max_drop:g}"
-            )
-    return failed
+        ) if regressions else None  # fmt: skip
+        results.append(GateResult("--fail-on-regression", failure))
+    if gates.max_drop is not None and base_tallies is not None:
+        flag = f"--max-drop {gates.max_drop:g}"
+        before = pass_at_1(base_tallies)
+        failure = None
+        if before is not None and now is not None:
+            drop = 100 * (before - now)
+            moved = f"pass@1 fell {drop:.1f} points ({_pct(before)} -> {_pct(now)}) {over}"
+            if drop > gates.max_drop + EPS:
+                failure = f"{moved}, more than {flag}"
+            elif missing:
+                failure = f"{moved}: within {flag}, but a problem without a verdict fails the gate"
+        results.append(GateResult(flag, failure))
+    return results
+
+
+def _missing(ids: list[str]) -> str:
+    shown = ", ".join(ids[:10]) + (f", ... ({len(ids) - 10} more)" if len(ids) > 10 else "")
+    return f"{len(ids)} without a verdict, counted as failed: {shown}"
+
+
+def check_inputs(
+    gates: Gates,
+    tallies: dict[str, ProblemTally],
+    base_tallies: dict[str, ProblemTally] | None,
+    baseline: str,
+) -> None:
+    """With a gate on, a job that gives the gates nothing to count is broken (exit 3): a problems
+    file without problems, or a baseline that did not judge every problem (an empty file, or the
+    verdicts of another set, would compare nothing and pass)."""
+    if not gates.any:
+        return
+    if not tallies:
+        raise DataError("the problems file holds no problem: the gates have nothing to count",
+                        hint="give the problems file the verdicts were judged on")  # fmt: skip
+    if base_tallies is None:
+        return
+    missing = sorted(t.id for t in base_tallies.values() if t.n == 0)
+    if not missing:
+        return
+    what = (
+        "has no verdicts (an empty baseline compares nothing)"
+        if len(missing) == len(base_tallies)
+        else f"has no verdict for {len(missing)} of {len(base_tallies)} problems "
+        f"(it judged another set): {', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else "")
+    )
+    raise DataError(
+        f"the baseline {what}",
+        path=baseline,
+        hint="give the verdicts of the accepted run on this same problems file (every problem judged)",
+    )
 
 
 def _pct(value: float) -> str:

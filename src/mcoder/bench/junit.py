@@ -7,8 +7,11 @@ reporter, GitLab's ``artifacts:reports:junit``, Jenkins, Buildkite): one test ca
   regressed against the baseline. The failure's ``type`` is the first failing sample's verdict
   status, its ``message`` that status with the failing test, and its text the first failure
   (test index, input, expected, got, stderr) as the judge recorded it.
-- A problem without verdicts is ``skipped``. A case that passes with some samples failing says
+- A problem without verdicts fails (``type="no_verdict"``) when a gate is on, as the gate
+  counts it; without a gate it is ``skipped``. A case that passes with some samples failing says
   so in its ``system-out`` ("3/8 samples passed: ...").
+- Each gate that is on is a case of its own (classname ``mcoder.gates``, named by its flag) that
+  fails exactly when the gate does, with the gate's message: the file and the exit code agree.
 
 Everything in a failure comes from the candidate's program or a verdicts file: ``xml_text`` is
 the one place it enters the document, and it is total (any string, any JSON value): characters
@@ -22,10 +25,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from mcoder.bench.gates import Change
+from mcoder.bench.gates import Change, GateResult
 from mcoder.bench.table import ProblemTally
 
 SUITE = "mcoder bench"
+GATES_CLASS = "mcoder.gates"
+NO_VERDICT = "no_verdict"
 FIELD_CHARS = 4000
 # Characters XML 1.0 allows (its "Char" production); anything else cannot appear in a document,
 # not even escaped.
@@ -48,9 +53,15 @@ def xml_text(value: Any, limit: int = FIELD_CHARS) -> str:
 
 
 def document(
-    tallies: list[ProblemTally], regressions: list[Change], *, source: str, gate_regressions: bool
+    tallies: list[ProblemTally],
+    regressions: list[Change],
+    *,
+    source: str,
+    gate_regressions: bool,
+    gates: list[GateResult] = (),
 ) -> str:
-    """The whole JUnit XML document (one testsuite inside testsuites)."""
+    """The whole JUnit XML document (one testsuite inside testsuites); ``gates``: the result of
+    each gate that is on (a case each)."""
     regressed = {r.id: r for r in regressions} if gate_regressions else {}
     suite = ET.Element("testsuite", name=xml_text(f"{SUITE}: {source}"))
     counts = {"tests": 0, "failures": 0, "skipped": 0}
@@ -62,6 +73,11 @@ def document(
         )  # fmt: skip
         counts["tests"] += 1
         elapsed += t.elapsed
+        if t.n == 0 and gates:  # every gate counts it as a failure
+            el = ET.SubElement(case, "failure", type=NO_VERDICT, message="no verdict for this problem")
+            el.text = "the verdicts hold no sample of this problem: a gate counts it as failed"
+            counts["failures"] += 1
+            continue
         if t.n == 0:
             ET.SubElement(case, "skipped", message="no verdicts for this problem")
             counts["skipped"] += 1
@@ -71,6 +87,12 @@ def document(
             counts["failures"] += 1
         elif t.c < t.n:
             ET.SubElement(case, "system-out").text = xml_text(_samples_line(t))
+    for g in gates:
+        case = ET.SubElement(suite, "testcase", classname=GATES_CLASS, name=xml_text(g.flag), time="0.000")
+        counts["tests"] += 1
+        if g.failure is not None:
+            ET.SubElement(case, "failure", type="gate", message=xml_text(g.failure))
+            counts["failures"] += 1
     attrs = {k: str(v) for k, v in counts.items()} | {"errors": "0", "time": f"{elapsed:.3f}"}
     suite.attrib.update(attrs)
     root = ET.Element("testsuites", name=SUITE, **attrs)

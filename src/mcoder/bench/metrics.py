@@ -103,9 +103,12 @@ def _flatten(obj: dict[str, Any], prefix: str = ""):
 
 
 def run_labels(run_dirs: list[Path]) -> list[str]:
-    """Folder names, or parent/name where two runs share a folder name."""
+    """Folder names, or parent/name where two runs share a folder name; control characters
+    escaped (``mcoder.printable``): a label is drawn in figures and printed in notes."""
+    from mcoder.printable import printable
+
     names = [d.resolve().name or str(d) for d in run_dirs]
     return [
-        f"{d.resolve().parent.name}/{name}" if names.count(name) > 1 else name
+        printable(f"{d.resolve().parent.name}/{name}" if names.count(name) > 1 else name)
         for d, name in zip(run_dirs, names, strict=True)
     ]

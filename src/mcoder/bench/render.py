@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from mcoder.bench.table import ALL, FAILURE_STATUSES, Cell, Table, delta
+from mcoder.printable import printable
 
 DELTA = "Δ"
 
@@ -85,7 +86,7 @@ def _rich(title: str, header: list[str], rows: list[list[str]]) -> RichTable:
     for i, h in enumerate(header):
         t.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
-        t.add_row(*map(escape, r), end_section=r[0] == ALL)  # names come from data: no markup
+        t.add_row(*(escape(printable(c)) for c in r), end_section=r[0] == ALL)  # names come from data
     return t
 
 

@@ -35,8 +35,10 @@ class BenchResult:
     tallies: dict[str, ProblemTally] = field(default_factory=dict)
     base_tallies: dict[str, ProblemTally] | None = None
     regressions: list[Change] = field(default_factory=list)
-    """Problems whose pass@1 is lower than the baseline's (see bench/gates.py)."""
+    """Problems whose pass@1 is lower than the baseline's, or that have no verdict now (bench/gates.py)."""
     improvements: list[Change] = field(default_factory=list)
+    gate_results: list[gates.GateResult] = field(default_factory=list)
+    """Each gate that is on, and whether it failed (set before any output is written)."""
 
 
 def run(cfg: BenchConfig) -> BenchResult:
@@ -45,6 +47,8 @@ def run(cfg: BenchConfig) -> BenchResult:
     result = BenchResult()
     if cfg.wants_table:
         result = score(cfg.problems, cfg.verdicts, cfg.ks, cfg.baseline, cfg.rating_bounds)
+        gates.check_inputs(cfg.gates, result.tallies, result.base_tallies, str(cfg.baseline))
+        result.gate_results = gates.check(cfg.gates, result.tallies, result.base_tallies, result.regressions)
         publish(cfg, result)
         if cfg.lcb_out is not None:
             write_lcb(cfg, result)
@@ -66,7 +70,7 @@ def enforce_gates(cfg: BenchConfig, result: BenchResult) -> None:
             say(f"{word} {r.text()}")
         if len(changes) > SHOWN_CHANGES:
             say(f"{word}: {len(changes) - SHOWN_CHANGES} more problems (--junit FILE lists every one)")
-    failed = gates.check(cfg.gates, result.table, result.baseline, result.regressions)
+    failed = [g.failure for g in result.gate_results if g.failure is not None]
     if failed:
         raise GateFailed(
             "gate failed: " + "; ".join(failed),
@@ -87,6 +91,7 @@ def write_junit(cfg: BenchConfig, result: BenchResult) -> None:
         result.regressions,
         source=display_name(cfg.verdicts),
         gate_regressions=cfg.gates.fail_on_regression,
+        gates=result.gate_results,
     )
     _write(cfg.junit, text, result, "--junit", _inputs(cfg))
 
@@ -230,7 +235,7 @@ def _write(path: Path, text: str, result: BenchResult, flag: str, inputs: dict) 
     from mcoder.outputs import write_document
 
     if str(path) == "-":
-        console.emit(text.rstrip("\n"))
+        console.document(text)
         return
     write_document(path, text, stage="bench", flag=flag, inputs=inputs)
     result.written.append(path)

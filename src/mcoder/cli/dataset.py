@@ -23,7 +23,8 @@ from mcoder.cli.common import (
     command_options,
     guarded,
 )
-from mcoder.console import emit
+from mcoder.console import emit, info
+from mcoder.errors import UsageError
 
 # `dataset build`: its inputs, outputs and switches are written here; every filter and verify
 # setting is generated from FilterConfig's and VerifyConfig's fields (verify's under --verify-*).
@@ -145,9 +146,13 @@ def _build(
         limits=Limits.parse(list(limit or [])),
         **given(BuildConfig, settings),
     )
+    if config.out == "-" and config.report == "-":
+        raise UsageError("--out - and --report -: only one of them can go to stdout", hint="give one a file")
     tally = run_build(config)
-    if config.out != "-":
+    if config.out != "-" and config.report != "-":  # stdout holds the problems or the report alone
         emit(f"{config.out}\t{tally.problems}")
+    elif config.out != "-":
+        info(f"{config.out}\t{tally.problems}")
 
 
 # ----------------------------------------------------------------------------- difficulty

@@ -108,11 +108,15 @@ def settings_from_options(kw: dict[str, Any]) -> dict[str, Any]:
 
 def loop_config(kw: dict[str, Any]) -> LoopConfig:
     """The run's configuration: defaults < --config files < plain options < --set."""
-    from mcoder.loop.recipe import build, check, merge, parse_sets, read_recipe
+    from mcoder.loop.recipe import build, check, merge, one_algorithm, parse_sets, read_recipe
 
-    files = [read_recipe(p) for p in kw.get("config") or ()]
-    options = check(settings_from_options(kw), origin="the options")
-    return build(merge(*files, options, parse_sets(kw.get("set") or ())))
+    files = [(str(p), read_recipe(p)) for p in kw.get("config") or ()]
+    # the options' values are checked by the config itself, which names their flags
+    options = check(settings_from_options(kw), origin="the options", values=False)
+    sets = [(f"--set {item}", parse_sets([item])) for item in kw.get("set") or ()]
+    algo = options.get("train", {}).get("algo")
+    one_algorithm([*files, (f"--algo {algo}", options), *sets])
+    return build(merge(*(layer for _, layer in files), options, *(layer for _, layer in sets)))
 
 
 @guarded

@@ -14,7 +14,10 @@ A field whose command-line form is text of its own (``0.6:1.8:0.2`` for a tuple 
 temperature that is a number, ``auto`` or a schedule) says so in its metadata,
 ``field(..., metadata=TEXT)``: the option reads text, and the dataclass parses it (in
 ``__post_init__``, the one boundary, whoever builds the config; its errors are usage errors).
-A flag renamed once can stay as a hidden, deprecated spelling (``aliases``).
+A flag renamed once can stay as a hidden, deprecated spelling (``aliases``). A generated
+option's number is checked against its field's range (``mcoder.config.range_problem``, the
+declaration on the class) before the command runs, and an error names the flag as typed; choices
+are checked by the config (``check_choices``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 import typer
 
-from mcoder.config import choices_of, field_docs, field_types, flag
+from mcoder.config import choices_of, field_docs, field_types, flag, range_problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +45,8 @@ class FromField:
     name: str
     default: Any
     alias: bool = False
+    flag: str = ""
+    """The option's flag (its first spelling), for messages."""
 
 
 def _cli_type(tp: Any) -> Any:
@@ -133,7 +138,7 @@ def config_options(
         option = typer.Option(*decls, help=help_text, rich_help_panel=section, show_default=False, metavar=metavar)
         role = (roles or {}).get(f.name)
         cli_tp = tp | None
-        mark = FromField(cls, f.name, default)
+        mark = FromField(cls, f.name, default, flag=decls[0].split("/")[0])
         marks = (mark, role) if role is not None else (mark,)
         annotation = Annotated[(cli_tp, option, *marks)]
         params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
@@ -146,7 +151,7 @@ def config_options(
             )
         for old in (aliases or {}).get(f.name, ()):
             hidden = typer.Option(old, hidden=True, help=f"Deprecated spelling of {decls[0].split('/')[0]}.")
-            alias = dataclasses.replace(mark, alias=True)
+            alias = dataclasses.replace(mark, alias=True)  # named by its current flag in messages
             params.append(
                 inspect.Parameter(
                     ALIAS + pname, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[cli_tp, hidden, alias]
@@ -204,16 +209,41 @@ def given(cls: type, values: Mapping[str, Any], prefix: str = "") -> dict[str, A
 
 
 def with_options(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Callable[..., Any]:
-    """``fn(**values)`` as a typer command whose options are ``params``."""
+    """``fn(**values)`` as a typer command whose options are ``params``; each generated option's
+    value is checked first (``check_given``)."""
+    marks = {p.name: m for p in params for m in typing.get_args(p.annotation)[1:] if isinstance(m, FromField)}
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
+        from mcoder.cli.common import report
+        from mcoder.errors import McoderError
+
+        try:
+            check_given(marks, kwargs)
+        except McoderError as e:  # the error boundary's message and exit code
+            report(e)
+            raise typer.Exit(e.exit_code) from None
         return fn(**kwargs)
 
     del command.__wrapped__  # typer must read the signature below, not fn's
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
+
+
+def check_given(marks: Mapping[str, FromField], values: Mapping[str, Any]) -> None:
+    """A UsageError naming the flag, for the first given number (not None) of a generated option
+    that is out of its field's range. Text options are checked by the dataclass that parses them."""
+    from mcoder.errors import UsageError
+
+    for pname, mark in marks.items():
+        value = values.get(pname)
+        if value is None or pname.startswith(NEGATED) or isinstance(value, str):
+            continue
+        problem = range_problem(mark.cls, mark.name, tuple(value) if isinstance(value, list) else value)
+        if problem is not None:
+            shown = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            raise UsageError(f"{mark.flag} {shown}: {problem}")
 
 
 def option(

@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         ),
         *config_options(ShowConfig, only={"step"}, panel=FILTERS),
         *config_options(
-            ShowConfig, only={"full", "limit", "ks", "rating_bounds"}, names={"full": ("--full", "-f"), "ks": ("--k",)},
+            ShowConfig, only={"full", "limit", "prompt", "ks", "rating_bounds"},
+            names={"full": ("--full", "-f"), "ks": ("--k",)},
             panel=VIEW,
         ),
     ]  # fmt: skip

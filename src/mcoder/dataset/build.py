@@ -119,9 +119,9 @@ def _converted(sources, fmt: str, tally: Tally, convert: StageResult, bar) -> It
 
 
 def _write_report(path: str, report: dict) -> None:
-    md, js = write_report(path, report)
+    written = " and ".join("stdout" if str(p) == "-" else str(p) for p in write_report(path, report))
     info(
-        f"report: {md} and {js} ({report['problems_in']} in, {report['problems_out']} out, "
+        f"report: {written} ({report['problems_in']} in, {report['problems_out']} out, "
         f"{report['removed']} removed{'' if report['accounted'] else ', COUNTS DO NOT ADD UP'})"
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mcoder.config import ranges
 from mcoder.dataset.budget import Limits
 from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.verify.step import VerifyConfig
@@ -126,6 +127,10 @@ def parse_pair(text: str, flag_name: str) -> tuple[float, float]:
     return lo, hi
 
 
+@ranges(
+    limit=">= 0", max_tokens=">= 1", temperature=">= 0", retries=">= 0", retry_temperature=">= 0",
+    seed="finite", batch_size=">= 1",
+)  # fmt: skip
 @dataclass(kw_only=True)
 class PredictConfig:
     # --- inputs and outputs
@@ -173,12 +178,6 @@ class PredictConfig:
             raise UsageError(f"--scoring {self.scoring}: unknown", hint="use generate or expected")
         if self.engine not in ("auto", "hf", "vllm"):
             raise UsageError(f"--engine {self.engine}: unknown engine", hint="use auto, hf or vllm")
-        if self.max_tokens < 1 or self.batch_size < 1 or self.retries < 0:
-            raise UsageError("--max-tokens and --batch-size must be positive, --retries >= 0")
-        if self.temperature < 0 or self.retry_temperature < 0:
-            raise UsageError("temperatures must be >= 0")
-        if self.limit is not None and self.limit < 0:
-            raise UsageError(f"--limit {self.limit} must be >= 0")
         return self
 
     def settings(self) -> dict:
@@ -196,6 +195,7 @@ class PredictConfig:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
 
+@ranges(heldout_share="[0, 1)", min_samples=">= 1", seed="finite")
 @dataclass(kw_only=True)
 class CalibrateConfig:
     # --- inputs and outputs
@@ -216,15 +216,12 @@ class CalibrateConfig:
     """Seed of the held-out split."""
 
     def validate(self) -> CalibrateConfig:
-        if not 0.0 <= self.heldout_share < 1.0:
-            raise UsageError(f"--heldout-share {self.heldout_share} must be in [0, 1)")
-        if self.min_samples < 1:
-            raise UsageError("--min-samples must be >= 1")
         if not self.verdicts:
             raise UsageError("no --verdicts given", hint="pass the verdicts mcoder judge wrote (repeatable)")
         return self
 
 
+@ranges(easy_share="[0, 1]", easy_above="[0, 1]", hard_below="[0, 1]")
 @dataclass(kw_only=True)
 class SelectConfig:
     # --- inputs and outputs
@@ -253,10 +250,8 @@ class SelectConfig:
     def validate(self) -> SelectConfig:
         if self.keep_predicted is not None:
             parse_pair(self.keep_predicted, "--keep-predicted")
-        if self.easy_share is not None and not 0.0 <= self.easy_share <= 1.0:
-            raise UsageError(f"--easy-share {self.easy_share} must be in [0, 1]")
-        if not 0.0 <= self.hard_below <= self.easy_above <= 1.0:
-            raise UsageError("--hard-below must be <= --easy-above, both in [0, 1]")
+        if not self.hard_below <= self.easy_above:  # each in [0, 1]: their declared ranges
+            raise UsageError("--hard-below must be <= --easy-above")
         if self.unscored not in ("drop", "keep"):
             raise UsageError(f"--unscored {self.unscored}: unknown", hint="use drop or keep")
         return self

@@ -72,6 +72,8 @@ class Refiner:
         if self._own_progress is not None:
             self._own_progress.__exit__(*exc)
         if self._judge is not None:
+            if exc[0] is not None and issubclass(exc[0], KeyboardInterrupt):
+                self._judge.abort()  # Ctrl-C: the running references are killed, not waited for
             self._judge.__exit__(*exc)
 
     def run(self, problems: Iterable[Problem]) -> Iterator[Problem]:

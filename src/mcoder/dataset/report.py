@@ -168,8 +168,11 @@ def build_report(
     }
 
 
-def report_paths(path: str | Path) -> tuple[Path, Path]:
-    """The markdown report at ``path`` and its JSON twin beside it (same name, ``.json``)."""
+def report_paths(path: str | Path) -> tuple[Path, ...]:
+    """The markdown report at ``path`` and its JSON twin beside it (same name, ``.json``); ``-``:
+    the markdown alone, on stdout."""
+    if str(path) == "-":
+        return (Path("-"),)
     md_path = Path(path)
     json_path = (
         md_path.with_suffix(".json") if md_path.suffix != ".json" else md_path.with_suffix(".json.json")
@@ -177,15 +180,18 @@ def report_paths(path: str | Path) -> tuple[Path, Path]:
     return md_path, json_path
 
 
-def write_report(path: str | Path, report: dict[str, Any], inputs: dict | None = None) -> tuple[Path, Path]:
-    """Write ``report`` as markdown at ``path`` and as JSON beside it, through the output guard."""
+def write_report(path: str | Path, report: dict[str, Any], inputs: dict | None = None) -> tuple[Path, ...]:
+    """Write ``report`` as markdown at ``path`` and as JSON beside it, through the output guard
+    (``-``: the markdown on stdout)."""
     from mcoder.outputs import write_document
 
-    md_path, json_path = report_paths(path)
+    paths = report_paths(path)
     doc = {"stage": "dataset build", "flag": "--report", "inputs": inputs}
-    write_document(md_path, render_markdown(report), **doc)
-    write_document(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n", **doc)
-    return md_path, json_path
+    write_document(paths[0], render_markdown(report), **doc)
+    if len(paths) > 1:
+        text = json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        write_document(paths[1], text, **doc)
+    return paths
 
 
 # ---------------------------------------------------------------- markdown

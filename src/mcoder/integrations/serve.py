@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from mcoder.config import ranges
 from mcoder.console import warn
 from mcoder.errors import DataError, McoderError, UsageError
 from mcoder.integrations.columns import load_problems, record
@@ -55,6 +56,7 @@ MAX_COMPLETIONS = 4096  # per /judge request
 DISCONNECT_POLL_S = 0.5  # how often a request in flight looks whether its client is still there
 
 
+@ranges(port="[0, 65535]", capacity=">= 0", max_request_mb="> 0", graceful_s=">= 0", request_wall_s="> 0")
 @dataclass
 class ServeConfig:
     host: str = "127.0.0.1"
@@ -120,6 +122,10 @@ def native_request(body: Any, known: dict[str, Problem]) -> tuple[Problem, list[
     the request: the judge holds its prepared tests once, by content, bounded in bytes."""
     if not isinstance(body, dict):
         raise DataError("the body is not a JSON object", field="body")
+    named = body.get("problem")
+    if isinstance(named, str) and not named.lstrip().startswith("{"):  # an id where the record goes
+        raise DataError(f"`problem` is a problem record (an object), not {named[:80]!r}: to name a problem "
+                        "the service loaded (--problems), send it as `problem_id`", field="problem")  # fmt: skip
     if body.get("problem") is not None:
         problem = record(body["problem"], "problem")
     elif isinstance(body.get("problem_id"), str):

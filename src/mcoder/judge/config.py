@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from mcoder.config import check_choices
+from mcoder.config import check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 
 Compare = Literal["microcoder", "strict"]
@@ -25,6 +25,11 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@ranges(
+    workers=">= 0", timeout_s="(0, 3600]", wall_factor="[1, 100]", slot_cpus="[0, 1024]", memory_mb=">= 64",
+    max_processes=">= 1", max_output_mb="> 0", max_disk_mb=">= 1", first_uid="[1000, 2147482624]",
+    cache_size=">= 0", rollout_wall_s="[0, 86400]",
+)  # fmt: skip
 @dataclass(slots=True)
 class JudgeConfig:
     # --- pool
@@ -96,28 +101,8 @@ class JudgeConfig:
 
     def validate(self) -> None:
         check_choices(self)  # compare, reward, libraries
-        if not 0 < self.timeout_s <= 3600:
-            raise UsageError(f"--timeout-s {self.timeout_s} is out of range", hint="give seconds in (0, 3600]")
-        if self.memory_mb < 64:
-            raise UsageError(
-                f"--memory-mb {self.memory_mb} is too small for a Python process",
-                hint="give at least 64 (256 or more for real problems)",
-            )
-        if not 1.0 <= self.wall_factor <= 100:
-            raise UsageError(f"--wall-factor {self.wall_factor} is out of range", hint="give 1 to 100 (default 3)")
+        check_ranges(self)  # the limits' declared ranges (@ranges above the class)
         self.allow_packages = tuple(self.allow_packages)
-        if not 0 <= self.slot_cpus <= 1024:
-            raise UsageError(f"--slot-cpus {self.slot_cpus} is out of range", hint="give 0 (no quota) to 1024")
-        if not 0 <= self.rollout_wall_s <= 86_400:
-            raise UsageError(
-                f"--rollout-wall-s {self.rollout_wall_s} is out of range", hint="give seconds, 0 for no bound"
-            )
-        if self.max_processes < 1 or self.max_output_mb <= 0 or self.max_disk_mb < 1:
-            raise UsageError("process, output and disk limits must be positive")
-        if not 1000 <= self.first_uid <= 2**31 - 1024:
-            raise UsageError(
-                f"--first-uid {self.first_uid} is out of range", hint="pick an unused id above 1000"
-            )
 
     def visible_packages(self, profile: str | None = None) -> tuple[str, ...]:
         """The third-party packages a program may import: the installed ones of ``profile``

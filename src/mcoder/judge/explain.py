@@ -9,7 +9,6 @@ stdout; nothing is written.
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,10 @@ from mcoder.jsonl import display_name, index_records
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge, first_difference
 from mcoder.judge.stage import numbered_rollouts
+from mcoder.printable import printable
 from mcoder.records import Problem, Rollout, Verdict
 
 SHOWN_CHARS = 2000  # of each input, expected and actual text
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def explain_files(
@@ -49,17 +48,17 @@ def explain_files(
 
 
 def print_explanation(rollout: Rollout, v: Verdict, reports: list[dict[str, Any]], con: Console) -> None:
-    con.print(Text(f"rollout {_plain(rollout.id)} | problem {_plain(rollout.problem_id)}", style="bold"))
+    con.print(Text(f"rollout {printable(rollout.id)} | problem {printable(rollout.problem_id)}", style="bold"))
     line = f"{v.status}: {v.tests_passed}/{v.tests_total} tests passed, every test run again, none cached"
     con.print(Text(line, style="bold green" if v.passed else "bold red"))
     if not reports and v.first_failure:
-        con.print(Text("  " + _plain(str(v.first_failure.get("reason") or v.first_failure.get("detail") or ""))))
+        con.print(Text("  " + printable(str(v.first_failure.get("reason") or v.first_failure.get("detail") or ""))))
     for r in reports:
         con.print()
         ok = r["status"] == "ok"
         head = f"test #{r['index']} ({r['kind']}): " + (f"passed, rule {r['rule']}" if ok else r["status"])
         if r.get("detail"):
-            head += f" ({_plain(str(r['detail']))})"
+            head += f" ({printable(str(r['detail']))})"
         con.print(Text(head, style="green" if ok else "red") + Text(" | " + _costs(r), style="dim"))
         if r["kind"] == "functional":
             con.print(_field("check", r["input"]))
@@ -89,11 +88,5 @@ def _costs(r: dict[str, Any]) -> str:
 
 def _field(name: str, text: str, style: str = "") -> Text:
     shown = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
-    body = "\n".join("    " + _plain(x) for x in shown.rstrip("\n").split("\n")) if shown.strip() else "    (empty)"
+    body = "\n".join("    " + printable(x) for x in shown.rstrip("\n").split("\n")) if shown.strip() else "    (empty)"
     return Text(f"  {name}:\n", style="bold") + Text(body, style=style)
-
-
-def _plain(text: str) -> str:
-    """``text`` with every character a terminal could act on (controls, bidirectional marks)
-    written out as Python writes it (``\\x1b``): a program's output is its author's, not ours."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcoder.config import check_choices
+from mcoder.config import check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.rollout.sampling import SamplingConfig
@@ -28,6 +29,10 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
+@ranges(
+    steps=">= 1", train_batch_size=">= 1", save_every=">= 1", max_resample_rounds=">= 0",
+    tensor_parallel_size=">= 1", off_policy="[0, 1]",
+)  # fmt: skip
 @dataclass
 class LoopConfig:
     model: str
@@ -63,11 +68,7 @@ class LoopConfig:
 
     def validate(self) -> LoopConfig:
         check_choices(self)
-        for name in ("steps", "train_batch_size", "save_every", "tensor_parallel_size"):
-            if getattr(self, name) < 1:
-                raise UsageError(
-                    f"--{name.replace('_', '-')} must be at least 1", hint=f"got {getattr(self, name)}"
-                )
+        check_ranges(self)
         self.sampling.validate()
         # L_max of the update is the limit the rollouts were sampled with, not their longest one:
         # the overlong penalty and the constant loss normaliser depend on it.
@@ -105,9 +106,7 @@ class LoopConfig:
     def _check_off_policy(self) -> None:
         """One step off-policy: the batch of step k+1 is sampled from the policy before step k's
         update, so its π_old can only be what the sampler recorded."""
-        if self.off_policy not in (0, 1):
-            raise UsageError("--off-policy is 0 or 1", hint=f"got {self.off_policy}")
-        if not self.off_policy:
+        if not self.off_policy:  # 0 or 1 (its declared range)
             return
         if self.train.recompute_old_logprobs or self.train.importance_sampling_cap > 0:
             raise UsageError(
@@ -122,15 +121,17 @@ class LoopConfig:
             )
 
     def settings(self) -> dict[str, Any]:
-        """Everything that decides the run's results, by section (saved as RUN/config.json)."""
+        """Everything that decides the run's results, by section (saved as RUN/config.json). The
+        problems file and a model folder are saved as absolute paths: the file is read from
+        wherever the run is shown or restarted (a hub model name stays as it is)."""
         loop = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
             if f.name not in ("train", "sampling", "judge", "model", "problems", "run_dir")
         }
         return {
-            "model": self.model,
-            "problems": str(self.problems),
+            "model": os.path.abspath(self.model) if os.path.exists(self.model) else self.model,
+            "problems": os.path.abspath(self.problems) if str(self.problems) != "-" else "-",
             "loop": loop,
             "train": dataclasses.asdict(self.train),
             "sampling": dataclasses.asdict(self.sampling),
@@ -142,8 +143,8 @@ class LoopConfig:
 
 
 def changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """Names of the settings that differ between two ``settings()`` dicts (plain names; a name
-    shared by two sections is written section.name)."""
+    """The settings that differ between two ``settings()`` dicts, each with its values as
+    ``n 2 -> 4`` (a plain name; a name shared by two sections is written section.name)."""
 
     def flat(d: dict[str, Any]) -> dict[str, Any]:
         out = {}
@@ -155,4 +156,12 @@ def changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     a, b = flat(json.loads(json.dumps(before, default=str))), flat(json.loads(json.dumps(now, default=str)))
     names = sorted(k for k in b if k.split(".", 1)[1] not in RESUMABLE_CHANGES and a.get(k) != b[k])
     short = [k.split(".", 1)[1] for k in names]
-    return [s if short.count(s) == 1 else k for s, k in zip(short, names, strict=True)]
+    return [
+        f"{s if short.count(s) == 1 else k} {_shown(a.get(k, '<unset>'))} -> {_shown(b[k])}"
+        for s, k in zip(short, names, strict=True)
+    ]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -15,8 +15,10 @@ A recipe has the shape of the ``RUN/config.json`` a run writes, so a run's own c
     [judge]                         # JudgeConfig
     workers = 32
 
-TOML (``.toml``) or JSON (any other name). Every key must be a field of its section (an unknown
-one is an error naming the file, the key and its line), and every value of the field's type.
+TOML (``.toml``) or JSON (any other name), UTF-8 with or without a byte-order mark. Every key
+must be a field of its section, given once, and every value of the field's type, one of its
+choices and in its range (``mcoder.config.value_problem``, the check the config itself makes): an
+error reads ``FILE:LINE: section.key: what is wrong``.
 ``--set train.mask_rho=0.5`` sets one dotted key, its value read as a TOML value (a bare word
 such as ``auto`` is taken as text). Layers are merged in order (``merge``) and ``build`` makes the
 ``LoopConfig``: the preset of ``train.algo`` first, then every value a layer gave.
@@ -37,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-from mcoder.config import choices_of, field_types
+from mcoder.config import choices_of, field_types, value_problem
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
@@ -73,29 +75,63 @@ def section_fields(section: str) -> dict[str, Any]:
 
 
 def read_recipe(path: str | Path) -> Settings:
-    """The settings of a recipe file, checked: known keys, values of the fields' types."""
+    """The settings of a recipe file, checked: known keys given once, values of the fields' types,
+    choices and ranges."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not a setting
     except FileNotFoundError:
         raise UsageError(f"--config {path}: no such file") from None
     except (IsADirectoryError, UnicodeDecodeError) as e:
         raise UsageError(f"--config {path}: not a text file ({e})") from None
-    if path.suffix.lower() == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise UsageError(f"{path}: not valid TOML: {e}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise UsageError(
-                f"{path}:{e.lineno}: not valid JSON: {e.msg}", hint="a recipe is TOML (.toml) or JSON"
-            ) from None
+    try:
+        data = _parse(path, text)
+    except RecursionError:  # tomllib and json recurse once per level of nesting
+        raise UsageError(
+            f"{path}: nested too deeply to be a recipe", hint="a recipe holds tables of settings, two levels deep"
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: a recipe is a table of settings, not {type(data).__name__}")
     return check(data, origin=str(path), text=text)
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _parse(path: Path, text: str) -> Any:
+    if path.suffix.lower() == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            m = _TOML_AT.search(str(e))
+            where = f"{path}:{m.group(1)}" if m else str(path)
+            raise UsageError(f"{where}: not valid TOML: {_TOML_AT.sub('', str(e)).strip()}") from None
+    try:
+        return json.loads(text, object_pairs_hook=_once)
+    except json.JSONDecodeError as e:
+        raise UsageError(
+            f"{path}:{e.lineno}: not valid JSON: {e.msg}", hint="a recipe is TOML (.toml) or JSON"
+        ) from None
+    except _Repeated as e:
+        line = _line_of(text, None, e.key, nth=2)
+        raise UsageError(
+            f"{path}{f':{line}' if line else ''}: {e.key}: given twice",
+            hint="a setting is given once (JSON readers differ on which of two would win)",
+        ) from None
+
+
+class _Repeated(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (``json``'s own reader keeps the last)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _Repeated(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
 
 
 def parse_sets(items: Iterable[str]) -> Settings:
@@ -106,7 +142,10 @@ def parse_sets(items: Iterable[str]) -> Settings:
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set {item!r} is not key=value", hint="e.g. --set train.mask_rho=0.5")
-        value = _toml_value(raw.strip())
+        try:
+            value = _toml_value(raw.strip())
+        except RecursionError:
+            raise UsageError(f"--set {key}: the value is nested too deeply") from None
         *tables, name = key.split(".")
         if len(tables) > 1:
             raise UsageError(f"--set {key}: one section and a key, e.g. train.lr")
@@ -122,33 +161,45 @@ def _toml_value(raw: str) -> Any:
         return raw  # a bare word (auto, tensorboard, a path): the text itself
 
 
-def check(data: Mapping[str, Any], *, origin: str, text: str | None = None) -> Settings:
-    """``data`` as settings: every key known, every value converted to its field's type; an
-    error names ``origin`` (a file, with the key's line when ``text`` is its content)."""
+def check(
+    data: Mapping[str, Any], *, origin: str, text: str | None = None, values: bool = True
+) -> Settings:
+    """``data`` as settings: every key known, every value converted to its field's type and, with
+    ``values``, one of its choices and in its range. An error reads ``ORIGIN[:LINE]: section.key:
+    what is wrong`` (the line when ``text`` is the file's content). ``values=False`` for the
+    command line's options, whose values the config checks naming their flags."""
     out: Settings = {}
     for key, value in data.items():
         if key in SECTIONS:
             if not isinstance(value, Mapping):
-                raise UsageError(f"{_where(origin, text, None, key)}: {key} must be a table of settings")
+                raise UsageError(f"{_where(origin, text, None, key)}: {key}: must be a table of settings")
             fields = section_fields(key)
             table = {}
             for name, v in value.items():
+                where = f"{_where(origin, text, key, name)}: {key}.{name}"
                 if name not in fields:
-                    raise UsageError(
-                        f"{_where(origin, text, key, name)}: unknown key {key}.{name}",
-                        hint=_known_hint(key, name),
-                    )
-                table[name] = _convert(v, fields[name], f"{_where(origin, text, key, name)}: {key}.{name}")
+                    raise UsageError(f"{where}: unknown key", hint=_known_hint(key, name))
+                table[name] = _convert(v, fields[name], where)
+                problem = value_problem(SECTIONS[key], name, table[name]) if values else None
+                if problem is not None:
+                    raise UsageError(f"{where}: {problem}", hint=_value_hint(key, name))
             out[key] = table
         elif key in TOP_KEYS:
             if value is not None and not isinstance(value, str):
-                raise UsageError(f"{_where(origin, text, None, key)}: {key} must be text (a path)")
+                raise UsageError(f"{_where(origin, text, None, key)}: {key}: must be text (a path)")
             out[key] = value
         else:
             raise UsageError(
-                f"{_where(origin, text, None, key)}: unknown key {key}", hint=_known_hint(None, key)
+                f"{_where(origin, text, None, key)}: {key}: unknown key", hint=_known_hint(None, key)
             )
     return out
+
+
+def _value_hint(section: str, name: str) -> str:
+    from mcoder.config import field_docs
+
+    doc = field_docs(SECTIONS[section]).get(name)
+    return f"{section}.{name}: {doc.help}" if doc and doc.help else "see mcoder loop --help"
 
 
 def _known_hint(section: str | None, name: str) -> str:
@@ -169,9 +220,9 @@ def _where(origin: str, text: str | None, section: str | None, key: str) -> str:
     return f"{origin}:{line}" if line else origin
 
 
-def _line_of(text: str, section: str | None, key: str) -> int | None:
-    """The line that sets ``key``: under its ``[section]`` header (TOML), or after the section's
-    ``"section":`` line (JSON); None when it cannot be told."""
+def _line_of(text: str, section: str | None, key: str, nth: int = 1) -> int | None:
+    """The line that sets ``key`` (its ``nth`` time): under its ``[section]`` header (TOML), or
+    after the section's ``"section":`` line (JSON); None when it cannot be told."""
     toml_key = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
     json_key = re.compile(rf'^\s*"{re.escape(key)}"\s*:')
     header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
@@ -184,10 +235,12 @@ def _line_of(text: str, section: str | None, key: str) -> int | None:
             continue
         if section is not None and re.match(rf'^\s*"{re.escape(section)}"\s*:', line):
             json_section = section
-        if toml_key.match(line) and current == section:
-            return number
-        if json_key.match(line) and (section is None or json_section == section):
-            return number
+        if (toml_key.match(line) and current == section) or (
+            json_key.match(line) and (section is None or json_section == section)
+        ):
+            nth -= 1
+            if nth == 0:
+                return number
     return None
 
 
@@ -257,6 +310,33 @@ def merge(*layers: Mapping[str, Any]) -> Settings:
             else:
                 out[key] = value
     return out
+
+
+def one_algorithm(layers: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """Refuse layers that name different algorithms (``train.algo``). A recipe of one algorithm
+    states that preset's values (``recipes/grpo.toml`` its ε, β, loss aggregation, masking): with
+    another ``--algo`` over it, those values would run under the other name, and the saved config
+    and model card would say so. A layer that names no algorithm (``smoke.toml``, a recipe of
+    sizes) goes over whichever preset is named. ``layers``: (where it came from, its settings)."""
+    named = [(origin, layer["train"]["algo"]) for origin, layer in layers if "algo" in layer.get("train", {})]
+    if len({algo for _, algo in named}) <= 1:
+        return
+    (first, a), (second, b) = named[0], next((o, x) for o, x in named if x != named[0][1])
+    raise UsageError(
+        f"{_where_algo(first)}: train.algo is {a!r}, and {_where_algo(second)} names {b!r}: the values {first} "
+        f"states are {a}'s, and would run under the name {b}",
+        hint=f"use the recipe of {b} (recipes/{b}.toml), or remove train.algo and the values of its preset "
+        f"from {first} to layer the rest over {b}'s preset",
+    )
+
+
+def _where_algo(origin: str) -> str:
+    """A recipe file with the line of its train.algo; another origin as it is."""
+    path = Path(origin)
+    if path.is_file():
+        line = _line_of(path.read_text(encoding="utf-8-sig"), "train", "algo")
+        return f"{origin}:{line}" if line else origin
+    return origin
 
 
 def build(settings: Mapping[str, Any]) -> LoopConfig:

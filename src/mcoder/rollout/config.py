@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.errors import UsageError
 from mcoder.rollout.sampling import SamplingConfig
 from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule, TemperatureSpec
@@ -19,6 +19,10 @@ Engine = Literal["auto", "hf", "vllm"]
 LongPrompts = Literal["skip", "error"]
 
 
+@ranges(
+    limit=">= 0", step=">= 0", top_k=">= 0", top_p="(0, 1]", seed="finite", policy_version=">= 0",
+    batch_size=">= 1", tensor_parallel_size=">= 1", data_parallel_size=">= 1",
+)  # fmt: skip
 @dataclass(kw_only=True)
 class RolloutConfig(SamplingConfig):
     # --- inputs and outputs
@@ -84,19 +88,11 @@ class RolloutConfig(SamplingConfig):
                 "--temperature-rule spread reads judged probe rewards, and mcoder rollout does not judge",
                 hint="it is the loop's rule (mcoder loop); here use knee or rise",
             )
-        if self.batch_size < 1:
-            raise UsageError(f"--batch-size {self.batch_size} must be positive")
-        if self.limit is not None and self.limit < 0:
-            raise UsageError(f"--limit {self.limit} must be >= 0")
-        if self.tensor_parallel_size < 1:
-            raise UsageError(f"--tensor-parallel-size {self.tensor_parallel_size} must be >= 1")
         if self.tensor_parallel_size > 1 and self.engine == "hf":
             raise UsageError(
                 "--tensor-parallel-size > 1 needs the vllm engine",
                 hint="pass --engine vllm (the hf engine runs one model copy on one device)",
             )
-        if self.data_parallel_size < 1:
-            raise UsageError(f"--data-parallel-size {self.data_parallel_size} must be >= 1")
         if self.data_parallel_size > 1:
             if self.engine == "hf":
                 raise UsageError(
@@ -112,8 +108,6 @@ class RolloutConfig(SamplingConfig):
                 raise UsageError(
                     "--data-parallel-size > 1 writes part files beside --out", hint="pass a path"
                 )
-        if not 0 < self.top_p <= 1 or self.top_k < 0:
-            raise UsageError("--top-p must be in (0, 1] and --top-k >= 0")
         if self.temperature_schedule is not None and self.temperature is not None:
             raise UsageError("--temperature and --temperature-schedule both given", hint="pass one of them")
         return self

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcoder.config import TEXT, check_choices
+from mcoder.config import TEXT, check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
 from mcoder.rollout.temperature import (
@@ -23,6 +23,10 @@ from mcoder.rollout.temperature import (
 )
 
 
+@ranges(
+    n=">= 1", max_tokens=">= 1", diversity_rise="(0, 1]", pass_guard="[0, 1]", diversity_target=">= 0",
+    temperature_candidates="> 0", probe_problems=">= 0", temperature_stage_steps=">= 0",
+)  # fmt: skip
 @dataclass
 class SamplingConfig:
     # --- sampling
@@ -70,27 +74,9 @@ class SamplingConfig:
         check_choices(self)
         self._parse()  # again: a field may have been set after construction
         spec = self.spec
-        if self.n < 1:
-            raise UsageError(f"--n {self.n}: need at least one sample per problem", hint="e.g. --n 8")
-        if self.max_tokens < 1:
-            raise UsageError(f"--max-tokens {self.max_tokens} must be positive")
+        check_ranges(self)  # the declared ranges (@ranges), again: a field may have been set since
         if spec.auto and self.n < 2:
             raise UsageError("--temperature auto measures diversity within groups", hint="pass --n 2 or more")
-        if not 0 < self.diversity_rise <= 1:
-            raise UsageError(
-                f"bad --diversity-rise {self.diversity_rise}", hint="a fraction in (0, 1], e.g. 0.5"
-            )
-        if not 0 <= self.pass_guard <= 1:
-            raise UsageError(
-                f"bad --pass-guard {self.pass_guard}", hint="a fraction in [0, 1], e.g. 0.9 (0: off)"
-            )
-        if self.probe_problems < 0:
-            raise UsageError(f"bad --probe-problems {self.probe_problems}", hint="a count, or 0 for the rule's default")
-        if self.temperature_stage_steps < 0:
-            raise UsageError(
-                f"bad --temperature-stage-steps {self.temperature_stage_steps}",
-                hint="0 (choose T once) or a number of steps per stage",
-            )
         if self.diversity_measure not in MEASURES:
             raise UsageError(
                 f"unknown --diversity-measure {self.diversity_measure!r}",

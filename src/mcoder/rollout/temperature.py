@@ -50,6 +50,7 @@ sampling distribution the trainer's ratios refer to stays fixed within a stage.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -363,8 +364,11 @@ def parse_candidates(text: str) -> tuple[float, ...]:
         raise UsageError(
             f"bad temperature candidates {text!r}", hint="use START:STOP:STEP or a,b,c"
         ) from None
-    if not values or any(v <= 0 for v in values):
-        raise UsageError(f"bad temperature candidates {text!r}", hint="temperatures must be > 0")
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise UsageError(
+            f"--temperature-candidates {text!r}: every temperature must be a finite number > 0",
+            hint="use START:STOP:STEP or a,b,c, e.g. 0.6:1.8:0.2",
+        )
     return values
 
 
@@ -439,8 +443,10 @@ class TemperatureSpec(str):
                     f"bad --temperature {text!r}: not a number, auto or a schedule",
                     hint="a number, 'auto', or a schedule 'T@STEP,...'",
                 ) from None
-            if fixed < 0:
-                raise UsageError(f"--temperature {fixed:g} is negative", hint="0 is greedy; sampling uses > 0")
+            if not math.isfinite(fixed) or fixed < 0:
+                raise UsageError(
+                    f"--temperature {text}: not a finite number >= 0", hint="0 is greedy; sampling uses > 0"
+                )
         spec = super().__new__(cls, text)
         object.__setattr__(spec, "fixed", fixed)
         object.__setattr__(spec, "schedule", schedule)

@@ -194,7 +194,7 @@ def _load_folder(folder: Path, target: Path, kind: str, verdicts: Path | None) -
         )
     step = int(folder.name[5:]) if folder.name.startswith("step_") and folder.name[5:].isdigit() else None
     samples = _read_rollouts(rollouts, step)
-    notes = _join_verdicts(samples, verdicts or folder / "verdicts.jsonl")
+    notes = _join_verdicts(samples, verdicts or folder / "verdicts.jsonl", rollouts)
     train = folder / "samples.jsonl"
     if train.is_file():
         by_id = {s.id: s for s in samples}
@@ -221,7 +221,7 @@ def _load_file(path: Path, verdicts: Path | None) -> Batch:
         return Batch(path, "lcb", samples)
     samples = _read_rollouts(path, None)
     beside = path.with_name("verdicts.jsonl") if path.name == "rollouts.jsonl" else None
-    notes = _join_verdicts(samples, verdicts or beside)
+    notes = _join_verdicts(samples, verdicts or beside, path)
     return Batch(path, "rollouts", samples, notes=notes)
 
 
@@ -245,9 +245,10 @@ def _read_rollouts(path: Path, step: int | None) -> list[Shown]:
     return [Shown(r, step=step) for _, r in read_numbered(path, Rollout)]
 
 
-def _join_verdicts(samples: list[Shown], path: Path | None) -> list[str]:
+def _join_verdicts(samples: list[Shown], path: Path | None, rollouts: Path) -> list[str]:
     if path is None or not path.is_file():
         return ["no verdicts found: samples are shown unjudged (pass --verdicts)"] if samples else []
+    _check_judged_from(path, rollouts)
     by_id = {s.id: s for s in samples}
     for _, v in read_numbered(path, Verdict):
         s = by_id.get(v.rollout_id)
@@ -255,6 +256,26 @@ def _join_verdicts(samples: list[Shown], path: Path | None) -> list[str]:
             s.verdict = v
     unjudged = sum(1 for s in samples if s.verdict is None)
     return [f"{unjudged} of {len(samples)} samples have no verdict in {path}"] if unjudged else []
+
+
+def _check_judged_from(verdicts: Path, rollouts: Path) -> None:
+    """Verdicts that ``mcoder judge`` made from other rollouts than these (its sidecar,
+    ``VERDICTS.meta.json``, holds the fingerprint of the rollouts it read) would show each sample
+    with another sample's verdict: a DataError, not a page of wrong statuses."""
+    from mcoder.outputs import fingerprint, read_sidecar, sidecar_path
+
+    meta = read_sidecar(verdicts)
+    judged = ((meta or {}).get("inputs") or {}).get("rollouts") or {}
+    if not judged.get("sha256"):
+        return  # no record (the loop's step files, a verdicts file of elsewhere) or read from stdin
+    now = fingerprint(rollouts)
+    if (now.get("size"), now.get("sha256")) != (judged.get("size"), judged.get("sha256")):
+        raise DataError(
+            f"these verdicts were judged from other rollouts than {rollouts} ({sidecar_path(verdicts).name} "
+            f"holds the fingerprint of the {judged.get('path')} they were made from)",
+            path=str(verdicts),
+            hint="judge these rollouts again (mcoder judge ... --overwrite), or pass the verdicts made from them",
+        )
 
 
 def _attach_problems(batch: Batch) -> None:

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from mcoder import console
 from mcoder.bench.config import DEFAULT_KS, DEFAULT_RATING_BOUNDS, parse_ks, parse_rating_bounds
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.errors import DataError, UsageError
 from mcoder.show import collect, terminal
 
 DEFAULT_FULL_LIMIT = 20
 
 
+@ranges(limit=">= 0", ks=">= 1", rating_bounds="> 0")
 @dataclass(slots=True)
 class ShowConfig:
     targets: list[Path]
@@ -30,6 +31,8 @@ class ShowConfig:
     """Each selected sample in full instead of a line per group."""
     limit: int = DEFAULT_FULL_LIMIT
     """At most this many samples in full (0: no limit)."""
+    prompt: bool = False
+    """In full: the exact prompt the model was given (its chat template applied), as the rollout recorded it."""
     html: Path | None = None
     """Write a self-contained HTML report here."""
     ks: tuple[int, ...] = field(default=DEFAULT_KS, metadata=TEXT)
@@ -73,7 +76,7 @@ def run(cfg: ShowConfig) -> list[collect.Shown]:
     if cfg.full or cfg.filters.rollout_id is not None:
         shown = chosen if cfg.limit == 0 else chosen[: cfg.limit]
         for s in shown:
-            terminal.print_sample(s, con)
+            terminal.print_sample(s, con, prompt=cfg.prompt)
         if len(shown) < len(chosen):
             console.info(
                 f"{len(chosen) - len(shown)} more samples not shown (--limit {cfg.limit}; 0 for all)"
@@ -115,5 +118,6 @@ def _report(cfg: ShowConfig, inputs: dict) -> list[collect.Shown]:
         parts.append(html.Part(label, batch, chosen))
         inputs[f"problems of {label}"] = batch.problems_path
     html.write(cfg.html, html.report(parts, cfg.ks, cfg.rating_bounds), inputs)
-    console.emit(str(cfg.html))
+    if str(cfg.html) != "-":  # stdout holds the page
+        console.emit(str(cfg.html))
     return [s for p in parts for s in p.samples]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from mcoder.config import check_choices, from_dict
+from mcoder.config import check_choices, check_ranges, from_dict, ranges
 from mcoder.errors import UsageError
 
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
@@ -34,6 +34,14 @@ ALGOS: tuple[str, ...] = get_args(Algo)
 RUNTIME_ONLY = frozenset({"report_to", "dist_timeout_s", "activation_checkpointing", "logprob_chunk_tokens"})
 
 
+@ranges(
+    eps_low="[0, 1)", eps_high=">= 0", beta=">= 0", adv_eps="> 0", logprob_temperature="> 0", max_tokens=">= 1",
+    mask_rho="[0, 1]", mask_repeat_m=">= 1", overlong_cache=">= 1", lr="> 0", weight_decay=">= 0",
+    adam_betas="[0, 1)", warmup_steps=">= 0", max_grad_norm=">= 0", mini_batch_size=">= 1",
+    micro_batch_size=">= 1", micro_batch_tokens=">= 0", importance_sampling_cap=">= 0", seed="finite",
+    lora_rank=">= 0", lora_alpha=">= 1", lora_dropout="[0, 1)", logprob_chunk_tokens=">= 0",
+    dist_timeout_s="> 0",
+)  # fmt: skip
 @dataclass
 class TrainConfig:
     # --- objective
@@ -130,23 +138,7 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         check_choices(self)
-        if not 0 <= self.mask_rho <= 1:
-            raise UsageError(f"mask_rho {self.mask_rho} is not a probability", hint="use a value in [0, 1]")
-        if self.eps_low < 0 or self.eps_high < 0 or self.beta < 0:
-            raise UsageError("eps_low, eps_high and beta must be >= 0")
-        for name in ("mini_batch_size", "micro_batch_size", "mask_repeat_m"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"{name} must be at least 1", hint=f"got {getattr(self, name)}")
-        if self.logprob_temperature is not None and self.logprob_temperature <= 0:
-            raise UsageError("temperature must be > 0")
-        if self.micro_batch_tokens < 0:
-            raise UsageError("micro_batch_tokens must be >= 0 (0: --micro-batch-size sequences)")
-        if self.importance_sampling_cap < 0:
-            raise UsageError("importance_sampling_cap must be >= 0 (0 turns the correction off)")
-        if self.logprob_chunk_tokens < 0 or self.dist_timeout_s <= 0:
-            raise UsageError("logprob_chunk_tokens must be >= 0 and dist_timeout_s > 0")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise UsageError(f"max_tokens {self.max_tokens} must be at least 1")
+        check_ranges(self)  # again: a field may have been set after construction (the loop's max_tokens)
         if "none" in self.report_to and len(set(self.report_to)) > 1:
             raise UsageError("--report-to none goes alone", hint="name the loggers, or none")
         return self

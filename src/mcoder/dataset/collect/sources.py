@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
 import sys
 import zlib
@@ -139,6 +140,7 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     """
     sources: list[Source] = []
     ignored: list[tuple[str, str]] = []
+    read: set[str] = set()  # real paths of the folders walked: a link loop is walked once
     for p in paths:
         if p == STDIN:
             sources.append(Source(STDIN, "jsonl"))
@@ -152,7 +154,7 @@ def expand(paths: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
                 f"no such file or folder: {p}",
                 hint=f"check the SOURCE paths (a dataset by name: {hub.SYNTAX})",
             )
-        _expand_one(str(p), sources, ignored)
+        _expand_one(str(p), sources, ignored, read)
     return sources, ignored
 
 
@@ -185,15 +187,20 @@ def _strip_suffix(name: str) -> str:
     return name
 
 
-def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]]) -> None:
+def _expand_one(p: str, sources: list[Source], ignored: list[tuple[str, str]], read: set[str]) -> None:
     path = Path(p)
     if path.is_dir():
+        real = os.path.realpath(p)
+        if real in read:  # reached again through a link: a loop would be walked until the path is too long
+            ignored.append((p, f"already read as {real} (a link to a folder taken before)"))
+            return
+        read.add(real)
         if _is_saved_dataset(path):
             sources.append(Source(p, "saved"))
             return
         for child in sorted(os.listdir(path)):
             if not child.startswith("."):
-                _expand_one(os.path.join(p, child), sources, ignored)
+                _expand_one(os.path.join(p, child), sources, ignored, read)
         return
     name = path.name
     if name.endswith(SIDECAR_SUFFIX):
@@ -290,6 +297,11 @@ def _json_rows(src: Source) -> Iterator[tuple[RowRef, dict[str, Any]]]:
             raise DataError(f"invalid JSON ({e})", path=src.path) from None
         line = data.count(b"\n", 0, bad[0]) + 1
         raise DataError(bad[1], path=src.path, line=line, hint=_UTF8_HINT) from None
+    twice = _repeated_in_rows(data) if repeated_key(data) is not None else None
+    if twice is not None:  # (each row's own check: the file as a whole is read once when it is clean)
+        index, key = twice
+        raise RowRef(src.path, src.stem, index).error(f"key {key!r} is given twice in one object", field=key,
+                                                      hint=_TWICE_HINT)  # fmt: skip
     rows = obj if isinstance(obj, list) else [obj]
     for index, row in enumerate(rows):
         ref = RowRef(src.path, src.stem, index, limits=src.limits)
@@ -326,7 +338,7 @@ def _dataset_rows(src: Source, splits) -> Iterator[tuple[RowRef, dict[str, Any]]
 
 def _loads(raw: bytes, ref: RowRef) -> Any:
     try:
-        return orjson.loads(raw)
+        row = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         bad = _not_utf8(raw)
         if bad is not None:
@@ -335,6 +347,59 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
             raise _no_memory(ref, len(raw)) from None
         # orjson counts lines within the row, which is line 1 of itself: say only the column.
         raise ref.error(f"invalid JSON ({str(e).replace('line 1 column', 'column')})") from None
+    twice = repeated_key(raw)
+    if twice is not None:
+        raise ref.error(f"key {twice!r} is given twice in one object", field=twice, hint=_TWICE_HINT)
+    return row
+
+
+_TWICE_HINT = "JSON readers differ on which of the two values wins: fix the source, keep one"
+
+
+class _Twice(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _Twice(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def repeated_key(data: bytes) -> str | None:
+    """A key given twice in one object of ``data`` (JSON orjson has read), or None. orjson keeps
+    the last of two silently; ``json``'s reader hands each object's pairs over, in order."""
+    try:
+        json.loads(data, object_pairs_hook=_once)
+    except _Twice as e:
+        return e.key
+    except (ValueError, RecursionError):  # what orjson read and json does not: nothing to tell
+        return None
+    return None
+
+
+def _repeated_in_rows(data: bytes) -> tuple[int, str] | None:
+    """(row index, key) of the first row of a JSON file that gives a key twice (a file of one
+    object is row 0)."""
+    text = data.decode("utf-8")
+    decoder = json.JSONDecoder(object_pairs_hook=_once)
+    pos = len(text) - len(text.lstrip())
+    if not text.startswith("[", pos):
+        return (0, repeated_key(data) or "?")
+    pos, index = pos + 1, 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return None
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except _Twice as e:
+            return index, e.key
+        index += 1
 
 
 _UTF8_HINT = "save the file as UTF-8"

@@ -11,12 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rich.markup import escape
+
 from mcoder.console import info
 from mcoder.dataset.budget import DEFAULT, Limits
 from mcoder.dataset.collect.sources import RowRef, Source, Unread, expand, labelled
 from mcoder.dataset.process.adapters import ADAPTERS, FORMATS, Adapter, detect
 from mcoder.dataset.tally import FileCount, Tally
 from mcoder.errors import UsageError
+from mcoder.printable import printable
 
 
 @dataclass(slots=True)
@@ -63,7 +66,8 @@ def collect(sources: list[Source], fmt: str, tally: Tally, bar: Any = None) -> I
         if fmt == "auto" and first is not None:
             info(f"{src.path}: format {adapter.name} (detected)")
         file = tally.add_file(src.path, adapter.name if first is not None or fmt != "auto" else "-")
-        task = bar.add_task(src.name, total=src.count()) if bar is not None else None
+        name = escape(printable(src.name))  # a progress description is markup, and a file's name is data
+        task = bar.add_task(name, total=src.count()) if bar is not None else None
         for ref, data in itertools.chain(unread, [first] if first else [], rows):
             file.rows += 1
             yield Row(ref, data, adapter, file)

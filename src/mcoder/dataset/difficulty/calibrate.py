@@ -253,7 +253,7 @@ def _write_line(out: str, result: dict) -> None:
     from mcoder.jsonl import STDIO, dumps
 
     if out == STDIO:
-        console.emit(dumps(result).decode().rstrip("\n"))
+        console.document(dumps(result).decode())
         return
     part = out + ".part"
     with open(part, "wb") as f:

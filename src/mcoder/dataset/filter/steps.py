@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from mcoder.config import TEXT
+from mcoder.config import TEXT, ranges
 from mcoder.dataset.filter.special_judge import special_judge_phrase
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.errors import UsageError
@@ -26,6 +26,10 @@ SpecialJudge = Literal["keep", "flag", "drop"]
 SPECIAL_JUDGE: tuple[SpecialJudge, ...] = get_args(SpecialJudge)
 
 
+@ranges(
+    min_tests=">= 0", min_chars=">= 0", max_chars=">= 0", max_tests=">= 1", dedup_threshold="(0, 1]",
+    ngram=">= 1", decontam_min_overlap="(0, 1]", keep_pass_rate="[0, 1]",
+)  # fmt: skip
 @dataclass
 class FilterConfig:
     """What the filter stage removes. The defaults drop only problems without tests: a build
@@ -70,8 +74,6 @@ class FilterConfig:
             raise UsageError(
                 f"special_judge must be one of {', '.join(SPECIAL_JUDGE)}, got {self.special_judge!r}"
             )
-        if self.min_tests < 0 or self.min_chars < 0:
-            raise UsageError("--min-tests and --min-chars cannot be negative")
         if self.max_chars is not None and self.max_chars < self.min_chars:
             raise UsageError(f"--max-chars {self.max_chars} is below --min-chars {self.min_chars}")
         if self.max_tests is not None and self.max_tests < max(1, self.min_tests):
@@ -79,12 +81,6 @@ class FilterConfig:
                 f"--max-tests {self.max_tests} is below --min-tests {self.min_tests}",
                 hint="a cap below the minimum would remove every capped problem",
             )
-        if not 0.0 < self.dedup_threshold <= 1.0:
-            raise UsageError(
-                f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}", hint="e.g. 0.8"
-            )
-        if self.ngram < 1:
-            raise UsageError(f"--ngram must be at least 1, got {self.ngram}", hint="13 is the usual size")
         if bool(self.difficulty_from) != (self.keep_pass_rate is not None):
             raise UsageError(
                 "--difficulty-from and --keep-pass-rate go together",

@@ -2,8 +2,9 @@
 
 The adapter converts the row (``Skip`` for a row without a usable problem, ``OverBudget`` for
 one whose data exceeds a budget, ``DataError`` for a malformed one); ``check_problem`` makes
-sure the problem can be written exactly; then problems without a statement and interactive
-problems (judged by an interactor, not by stdin tests) are set aside. Ids: the first row with an
+sure the problem can be written exactly; then problems without a statement, problems whose every
+test expects no output (any silent program would pass them) and interactive problems (judged by
+an interactor, not by stdin tests) are set aside. Ids: the first row with an
 id keeps it; a later row with the same id and the same problem (statement, starter code,
 function and tests) is set aside as a duplicate, and one with a different problem is an error:
 two problems never share an id, and neither is dropped silently.
@@ -51,6 +52,8 @@ def process(rows: Iterator[Row]) -> Iterator[tuple[Row, Problem | Removal]]:
             continue
         if not problem.question.strip():
             yield row, _removal(row, "empty statement")
+        elif problem.tests and all(t.kind == "stdin" and not t.output.strip() for t in problem.tests):
+            yield row, _removal(row, "every test expects no output (a program that prints nothing would pass)")
         elif problem.test_kinds == {"stdin"} and is_interactive(problem.question, problem.meta.get("tags")):
             yield row, _removal(row, "interactive (judged by an interactor, not by stdin tests)")
         elif problem.id in first_seen:

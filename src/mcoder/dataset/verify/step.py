@@ -15,8 +15,8 @@ separate judge calls with the execution cache off, so every run really executes.
   same bytes (unless a slow reference sits right at a step); a time limit of
   max(1 s, 3 x that) is then safe.
 
-A reference that runs past the judge's time limit is stopped by the judge (``time_limit``) and
-reported in the notes; nothing waits on it. Problems without reference solutions pass through
+A reference that runs past the judge's time limit is stopped by the judge (``time_limit``),
+reported in the notes, and not run on that test again; nothing waits on it. Problems without reference solutions pass through
 unverified (``meta["verified"] = False``) unless ``require_reference`` is set.
 
 Problems are judged a batch at a time and handed on as each batch is decided
@@ -33,14 +33,18 @@ import statistics
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from mcoder.config import ranges
 from mcoder.dataset.report import Removal, StageResult
-from mcoder.errors import UsageError
 from mcoder.records import Problem, Rollout, Verdict
 
 REF_TIME_FLOOR_S = 0.2
 BATCH = 16  # problems judged together: what a kill can lose; bounds memory, keeps the bar moving
 
 
+@ranges(
+    runs=">= 1", timeout_s="(0, 3600]", memory_mb=">= 64", workers=">= 0", max_drop_fraction="[0, 1]",
+    min_tests=">= 0", max_references=">= 1", flag_prefix="verify-",
+)  # fmt: skip
 @dataclass
 class VerifyConfig:
     """How references are run and what their results remove."""
@@ -65,16 +69,6 @@ class VerifyConfig:
     """Run references without the judge's sandbox (only where something else isolates them)."""
     allow_packages: tuple[str, ...] = ()
     """Third-party packages references may import (the judge shows the standard library only)."""
-
-    def __post_init__(self) -> None:
-        if self.runs < 1:
-            raise UsageError(
-                f"--verify-runs must be at least 1, got {self.runs}", hint="3 finds most flaky tests"
-            )
-        if self.max_references < 1:
-            raise UsageError(f"max_references must be at least 1, got {self.max_references}")
-        if not 0.0 <= self.max_drop_fraction <= 1.0:
-            raise UsageError(f"max_drop_fraction must be in [0, 1], got {self.max_drop_fraction}")
 
     def judge_config(self):
         from mcoder.judge.config import JudgeConfig
@@ -199,14 +193,22 @@ def _trimmed(p: Problem, cells: dict[tuple[int, int], _Cell], good: list[int], d
 
 
 def _run_chunk(judge, chunk: Sequence[Problem], cfg: VerifyConfig, advance) -> dict[str, dict]:
-    """cells[problem id][(reference, test)] over ``cfg.runs`` separate judge calls."""
+    """cells[problem id][(reference, test)] over ``cfg.runs`` separate judge calls. A reference
+    that ran past the time limit on a test is not run on it again: its cell fails, whatever the
+    later runs would say (a slow reference cost the limit ``runs`` times over, for nothing)."""
     subs, rollouts = _jobs(chunk)
     cells: dict[str, dict[tuple[int, int], _Cell]] = {p.id: {} for p in chunk}
-    for _ in range(cfg.runs):
-        for r, v in zip(rollouts, judge.judge(subs, rollouts, lambda i, v: advance()), strict=True):
+    timed_out: set[str] = set()
+    for run in range(cfg.runs):
+        todo = [r for r in rollouts if r.id not in timed_out]
+        for r, v in zip(todo, judge.judge(subs, todo, lambda i, v: advance()), strict=True):
             pid, ref, test = r.id.rsplit("#", 2)
             cell = cells[pid].setdefault((int(ref[1:]), int(test[1:])), _Cell())
             _record(cell, v)
+            if v.status == "time_limit":
+                timed_out.add(r.id)
+                for _ in range(cfg.runs - run - 1):  # the runs it will not take: off the bar too
+                    advance()
     return cells
 
 
@@ -275,7 +277,11 @@ def _open_judge(judge, cfg: VerifyConfig):
     from mcoder.judge.core import Judge
 
     with Judge(cfg.judge_config()) as made:
-        yield made
+        try:
+            yield made
+        except KeyboardInterrupt:
+            made.abort()  # Ctrl-C: the running references are killed, not waited for
+            raise
 
 
 def _collect(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mcoder.dataset.collect.sources import RowRef
@@ -11,7 +12,13 @@ from mcoder.records import Problem, from_dict
 
 
 def detect(row: dict[str, Any]) -> bool:
-    return all(k in row for k in ("id", "source", "question", "tests")) and "schema" in row
+    """mcoder's own records: the four fields a Problem needs, and a ``schema`` or no field a Problem
+    does not have (a minimal ``id, source, question, tests`` row, as ``mcoder judge`` reads it)."""
+    needed = all(k in row for k in ("id", "source", "question", "tests"))
+    return needed and ("schema" in row or set(row) <= _PROBLEM_FIELDS)
+
+
+_PROBLEM_FIELDS = frozenset(f.name for f in dataclasses.fields(Problem))
 
 
 def convert(row: dict[str, Any], ref: RowRef) -> Problem:
