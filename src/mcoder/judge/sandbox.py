@@ -68,9 +68,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import functools
 import os
 import pwd
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -547,21 +549,46 @@ def profiles_of(libraries: str) -> tuple[str, ...]:
 
 def platform_packages(profile: str) -> list[str]:
     """The installed libraries of ``profile``: a platform's name, ``contest`` (every platform's)
-    or ``none``."""
-    import importlib.util
-
+    or ``none``. Installed means importable by the interpreter that runs candidates, as a worker
+    starts it (``installed_for_workers``), whatever this process's ``sys.path`` holds: a library
+    that edits it (vLLM, pkg_resources) must not make the judge show a worker what it cannot find.
+    A profile's library that is not installed is left out, never an error."""
     names = PLATFORM_LIBRARIES.get(profile, ())
     if profile == "contest":
         names = tuple(dict.fromkeys(n for libs in PLATFORM_LIBRARIES.values() for n in libs))
-    found = []
-    for name in names:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None:
-            found.append(name)
-    return found
+    found = installed_for_workers()
+    return [name for name in names if name in found]
+
+
+# How a worker's interpreter starts (judge/pool.py): isolated (-I: no PYTHONPATH, no user site),
+# with nothing of the caller's environment.
+WORKER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+@functools.cache
+def installed_for_workers(executable: str | None = None) -> frozenset[str]:
+    """Which names of every platform's libraries ``executable`` (this interpreter) finds when
+    started as a worker is: asked once per process, in a fresh interpreter of its own."""
+    names = sorted({n for libs in PLATFORM_LIBRARIES.values() for n in libs})
+    code = (
+        "import importlib.util, sys\n"
+        "def found(n):\n"
+        "    try:\n"
+        "        return importlib.util.find_spec(n) is not None\n"
+        "    except (ImportError, ValueError):\n"
+        "        return False\n"
+        "print('\\n'.join(n for n in sys.argv[1:] if found(n)))\n"
+    )
+    done = subprocess.run(
+        [executable or sys.executable, "-I", "-c", code, *names],
+        capture_output=True, text=True, env=WORKER_ENV, cwd="/", timeout=60, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise EnvironmentMissing(
+            f"the judge could not ask its interpreter which libraries it has: {done.stderr.strip()[-300:]}",
+            hint="check that this Python starts with -I (isolated mode)",
+        )
+    return frozenset(done.stdout.split())
 
 
 def system_roots() -> list[str]:
