@@ -243,19 +243,17 @@ def _rates(metrics: dict | None, config: dict, length: int, peak: float | None) 
 def fsdp_case(model: Path, length: int, a, out: Path) -> dict:
     """In this process: a one-rank process group, FSDPTrainer (fully_shard), one update."""
     import torch
-    import torch.distributed as dist
 
     from mcoder.jsonl import read_records
     from mcoder.records import Rollout, Verdict
+    from mcoder.train import distributed
     from mcoder.train.config import resolve
     from mcoder.train.distributed import FSDPTrainer
 
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + os.getpid() % 1000),
                        "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})  # fmt: skip
     cuda = torch.cuda.is_available()
-    if cuda:
-        torch.cuda.set_device(0)
-    dist.init_process_group("nccl" if cuda else "gloo")
+    distributed.join()  # the trainer's own group (cpu:gloo,cuda:nccl on a GPU), as under torchrun
     try:
         config = json.loads((model / "config.json").read_text())
         rpath, vpath = write_batch(
@@ -279,7 +277,7 @@ def fsdp_case(model: Path, length: int, a, out: Path) -> dict:
         return {"length": length, "peak_mib": peak_mib, "sharded": type(trainer.model).__name__,
                 **_rates(metrics, config, length, device_info()[1])}  # fmt: skip
     finally:
-        dist.destroy_process_group()
+        distributed.leave()
 
 
 def fsdp_stage(model: Path, a, out: Path) -> dict:

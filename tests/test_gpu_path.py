@@ -88,7 +88,7 @@ def test_every_collective_of_a_step_reaches_a_backend_that_serves_it(tiny_model,
             D.broadcast_result(lambda: 1.0)
             D.gather_results(lambda: 0)
     finally:
-        D._destroy_group()
+        D.leave()
     seen = rec.seen
     assert {(c.op, c.group) for c in seen} >= {
         ("c10d.allreduce_.default", "default"),  # micro-batch counts, metric sums
@@ -386,7 +386,7 @@ def test_a_lora_hand_over_gathers_the_adapter_alone(tiny_model, tmp_path):
             gathered = dict(trainer._full_weights)
             trainer.save_weights(tmp_path)
     finally:
-        D._destroy_group()
+        D.leave()
     trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
     assert set(gathered) == trainable and all("lora_" in n for n in gathered)
     assert len(load_file(tmp_path / "adapter_model.safetensors")) == len(trainable)

@@ -88,7 +88,7 @@ def _loop_cmd(model: Path, run: Path, steps: int) -> list[str]:
         "--model", str(model), "--problems", str(EXAMPLES / "stdin.jsonl"), "--run-dir", str(run),
         "--steps", str(steps), "-n", "2", "--train-batch-size", "2", "--mini-batch-size", "2",
         "--max-tokens", "12", "--temperature", "1.0", "--lr", "1e-2", "--seed", "5",
-        "--workers", "1", "--unsafe-no-sandbox",
+        "--workers", "1",  # the default sandboxed judge: what users run
         # the random model solves nothing: every advantage is 0 and the loss moves no weight;
         # AdamW's decoupled weight decay still moves every one (1% a step), as an update would
         "--weight-decay", "1.0",

@@ -50,7 +50,7 @@ def world_size() -> int:
 
 
 def rank() -> int:
-    return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
+    return dist.get_rank() if joined() else int(os.environ.get("RANK", "0"))
 
 
 def is_main() -> bool:
@@ -61,6 +61,9 @@ def is_main() -> bool:
 # the policy's sharded tensors on the accelerator's own backend (NCCL on CUDA). A group of one
 # backend serves one kind of tensor: NCCL alone fails on the first CPU tensor ("No backend type
 # associated with device type cpu"); gloo alone would carry FSDP's gathers through host memory.
+# Every process group of mcoder, its benchmarks and its scripts is made here (``join``,
+# ``init_groups``, ``side_group``): tests/test_process_groups.py finds every other call of
+# init_process_group / new_group in the repository and fails on it.
 HOST = torch.device("cpu")
 ACCELERATOR_BACKENDS = {"cuda": "nccl"}
 BACKEND_DEVICES = {"gloo": ("cpu", "cuda"), "nccl": ("cuda",)}  # what each backend serves
@@ -70,6 +73,15 @@ DEFAULT_TIMEOUT_S = 1800.0
 # long enough for any of it; NCCL's watchdog would kill a rank that waits there for minutes.
 LONE_WORK_TIMEOUT_S = 24 * 3600.0
 _lone_group = None
+# Whether this process joined a group mcoder made. A library may make a world of its own in this
+# process (in-process vLLM does, on NCCL with one GPU): mcoder's collectives never run on it.
+_joined = False
+
+
+def accelerator() -> str:
+    """The device type this process trains on, and so which backends its group needs: cuda when
+    present, else cpu."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def backend_spec(device_type: str) -> str:
@@ -90,20 +102,16 @@ def served_devices(spec: str) -> set[str]:
 
 
 def setup(timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    """Join torchrun's process group when launched by it (``backend_spec`` of this machine's
-    device, collectives timing out after ``timeout_s``); quiet the other ranks. Whether this is
-    a run of more than one process."""
+    """Join torchrun's process group when launched by it (``join``); quiet the other ranks.
+    Whether this is a run of more than one process."""
     if world_size() <= 1:
         return False
-    if not dist.is_initialized():
-        cuda = torch.cuda.is_available()
-        if cuda:
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        init_groups(backend_spec("cuda" if cuda else "cpu"), timeout_s)
+    if not joined():
+        join(timeout_s)
         # Torn down while the interpreter is still whole: left to interpreter shutdown, gloo's
         # worker threads sometimes abort the process ("terminate called without an active
         # exception", SIGABRT) after the work is done, and torchrun then reports the run failed.
-        atexit.register(_destroy_group)
+        atexit.register(leave)
     if not is_main():
         from mcoder.console import set_quiet
 
@@ -112,12 +120,28 @@ def setup(timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     return True
 
 
+def join(timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs) -> None:
+    """This process's part of the group torchrun's environment describes (RANK, WORLD_SIZE,
+    MASTER_ADDR, ...), with the backends of the device it trains on (``backend_spec``), on this
+    rank's GPU. The one way a launcher, a benchmark or a script makes a process group."""
+    device = accelerator()
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    init_groups(backend_spec(device), timeout_s, **kwargs)
+
+
 def init_groups(spec: str, timeout_s: float, **kwargs) -> None:
     """The default group (``spec``, ``timeout_s``) and the gloo group for lone work; every rank
     calls this once. ``kwargs`` go to ``init_process_group`` (a store, rank and world size)."""
-    global _lone_group
+    global _lone_group, _joined
     dist.init_process_group(backend=spec, timeout=timedelta(seconds=timeout_s), **kwargs)
+    _joined = True
     _lone_group = dist.new_group(backend="gloo", timeout=timedelta(seconds=max(timeout_s, LONE_WORK_TIMEOUT_S)))
+
+
+def joined() -> bool:
+    """Whether this process is in a group mcoder made (``init_groups``)."""
+    return _joined and dist.is_initialized()
 
 
 def lone_group():
@@ -126,22 +150,23 @@ def lone_group():
     return _lone_group
 
 
-def _destroy_group() -> None:
-    global _lone_group
-    if dist.is_initialized():
+def leave() -> None:
+    """Leave the group ``join`` made (nothing when there is none)."""
+    global _lone_group, _joined
+    if joined():
         dist.destroy_process_group()
-    _lone_group = None
+    _lone_group, _joined = None, False
 
 
 def barrier() -> None:
     """Every rank waits here for the others, however long rank 0's lone work (files) takes."""
-    if dist.is_initialized():
+    if joined():
         dist.barrier(group=lone_group())
 
 
 def broadcast(obj: Any) -> Any:
     """Rank 0's ``obj`` on every rank (rollouts, verdicts: small next to the model)."""
-    if not dist.is_initialized():
+    if not joined():
         return obj
     box = [obj if is_main() else None]
     dist.broadcast_object_list(box, src=0, group=lone_group())  # after rank 0's lone work
@@ -151,7 +176,7 @@ def broadcast(obj: Any) -> Any:
 def broadcast_result(fn):
     """``fn()`` on rank 0, its result (or its error) on every rank: no rank waits forever on a
     collective that rank 0 never reaches because it raised. In one process: ``fn()``."""
-    if not dist.is_initialized():
+    if not joined():
         return fn()
     result, error = None, None
     if is_main():
@@ -171,7 +196,7 @@ def gather_results(fn, group=None) -> list:
     reaches). ``group``: the process group to gather over (``side_group()`` from a thread that
     runs beside the trainer's collectives; by default the lone-work group: ranks finish ``fn`` at
     different times). In one process: ``[fn()]``."""
-    if not dist.is_initialized():
+    if not joined():
         return [fn()]
     result, error = None, None
     try:
@@ -191,7 +216,7 @@ def side_group():
     main thread's collectives (the trainer's) run: collectives of one group must come in the
     same order on every rank, which two threads sharing a group cannot promise. Every rank must
     call this, at the same point. None in one process."""
-    if not dist.is_initialized():
+    if not joined():
         return None
     return dist.new_group(backend="gloo", timeout=timedelta(seconds=LONE_WORK_TIMEOUT_S))
 
