@@ -74,6 +74,20 @@ def test_a_group_without_a_cpu_backend_refuses_host_scalars_as_nccl_does():
         dist.destroy_process_group()
 
 
+def test_in_one_process_the_loops_collectives_leave_a_world_a_library_made_alone():
+    """In-process vLLM makes a world of its own (NCCL, with one GPU; here gloo serving cuda alone,
+    which refuses host objects as NCCL does). The loop's waits and gathers in one process must
+    not run on it: before, they saw ``dist.is_initialized()`` and sent rank 0's objects there."""
+    dist.init_process_group(backend="cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert D.broadcast_result(lambda: 3) == 3
+        assert D.gather_results(lambda: 4) == [4]
+        D.barrier()
+        assert D.side_group() is None and D.rank() == 0 and not D.joined()
+    finally:
+        dist.destroy_process_group()
+
+
 def test_every_collective_of_a_step_reaches_a_backend_that_serves_it(tiny_model, rollouts, tmp_path):
     """One FSDP2 update, its checkpoint and the loop's waits, every collective recorded: on a GPU
     (the default group ``backend_spec('cuda')``, the others gloo) each would reach a backend
