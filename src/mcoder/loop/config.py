@@ -72,6 +72,8 @@ class LoopConfig:
         # L_max of the update is the limit the rollouts were sampled with, not their longest one:
         # the overlong penalty and the constant loss normaliser depend on it.
         self.train.max_tokens = self.sampling.max_tokens
+        # bf16 compute on a GPU; IS correction when vLLM samples on-policy (off-policy, π_old is the sampler's)
+        self.train.settle(vllm_sampling=self.engine == "vllm" and not self.off_policy)
         self.train.validate()
         if self.engine == "vllm" and self.train.lora_rank <= 0:
             self._check_full_vllm()

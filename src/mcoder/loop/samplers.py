@@ -66,7 +66,8 @@ class LivePolicy:
     def __init__(self, trainer):
         from mcoder.engines.hf_engine import HFEngine
 
-        self.engine = HFEngine(trainer.model, trainer.tokenizer)
+        # the float32 masters, sampled in the compute dtype (autocast, as the update's forwards)
+        self.engine = HFEngine(trainer.model, trainer.tokenizer, autocast=trainer.compute_dtype)
 
     def sync(self) -> None:
         pass
@@ -159,7 +160,7 @@ def policy_weights(trainer, dtype: str | None = None) -> Iterator[tuple[str, Any
 def engine_dtype(train_cfg) -> str:
     """The vLLM engine's dtype: bfloat16 on a GPU whatever the trainer's (flash attention, half
     the KV cache, and vLLM's LoRA kernels take no float32); the trainer's compute dtype on a CPU."""
-    return "bfloat16" if _has_cuda() else train_cfg.dtype
+    return "bfloat16" if _has_cuda() else ("float32" if train_cfg.dtype == "auto" else train_cfg.dtype)
 
 
 def vllm_engine(

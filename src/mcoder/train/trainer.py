@@ -60,7 +60,7 @@ class Prepared:
 
 class Trainer:
     def __init__(self, model_path: str, cfg: TrainConfig):
-        self.cfg = cfg
+        self.cfg = cfg.settle()  # dtype auto and the IS cap resolved (in place: the caller sees them)
         self.model_path = str(model_path)
         torch.manual_seed(cfg.seed)
         self.tokenizer = load_tokenizer(self.model_path)
@@ -98,6 +98,7 @@ class Trainer:
     ) -> dict[str, Any]:
         """Every update one rollout batch gives; returns the step's metrics."""
         t0 = time.perf_counter()
+        allow_tf32(self.device)
         prepared = self.prepare_samples(rollouts, verdicts, names=names)
         metrics = dict(prepared.metrics)
         if prepared.samples:
@@ -397,6 +398,15 @@ def importance_weights(samples: list[Sample], cap: float) -> dict[str, float]:
     if cap > 0:
         out["is/capped"] = float((w >= cap).double().mean())
     return out
+
+
+def allow_tf32(device) -> None:
+    """On a GPU, float32 matmuls (a --dtype float32 run's, the float32 parts of a bf16 one) may
+    use TF32 tensor cores. Set before each update: in-process vLLM sets 'highest' for the whole
+    process when it starts. Nothing on a CPU."""
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
 
 
 def checkpointing_on(cfg: TrainConfig, device) -> bool:
