@@ -168,6 +168,16 @@ def test_bf16_compute_moves_float32_master_weights_at_lr_1e_6(tiny_model, rollou
     assert state["exp_avg"].dtype == state["exp_avg_sq"].dtype == torch.float32
 
 
+def test_no_gradient_is_held_after_an_update(tiny_model, rollouts):
+    """Between updates (while vLLM samples the next batch) the trainer holds its weights and
+    AdamW's moments only: the gradients (4 bytes a parameter) were kept until the next
+    mini-batch's zero_grad."""
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"truncation": "none", "mini_batch_size": 2}))
+    assert trainer.train_on_batch(rollouts, verdicts(rollouts))["updates"] == 2
+    assert [n for n, p in trainer.model.named_parameters() if p.grad is not None] == []
+    assert len(trainer.optimizer.state) == len(trainer.params), "the moments are kept"
+
+
 # ------------------------------------------------------------------ 3. chunked log-probs, checkpointing
 
 

@@ -273,6 +273,7 @@ class Trainer:
         else:
             norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
         self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)  # freed now: between updates (while vLLM samples) no gradient is held
         self.scheduler.step()
         self.step += 1
         return self.scalar(norm)
