@@ -237,3 +237,51 @@ def test_process_group_is_destroyed_before_interpreter_shutdown(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p.name: p.read_text() for p in tmp_path.glob("rank*")} == {"rank0": "False", "rank1": "False"}
+
+
+@pytest.mark.slow
+def test_each_rank_scores_its_share_of_pi_old_and_pi_ref_and_every_rank_gets_all(tiny_model, batch, tmp_path):
+    """π_old (recomputed) and π_ref (LoRA's base) of 12 samples in 3 groups: each of 2 ranks
+    scores only its groups' sequences (counted at the scoring forward; before, each scored all 12
+    twice over) and ends up holding every sample's log-probs, equal to one process's."""
+    from helpers.scoring_run import scored_logprobs
+
+    one, rows_one = scored_logprobs(str(tiny_model), batch)
+    assert rows_one == 2 * 12, "one process scores π_old and π_ref of every sample"
+    script = Path(__file__).resolve().parent / "helpers" / "scoring_run.py"
+    done = subprocess.run([*torchrun(2), str(script), str(tiny_model), str(batch), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=_env(), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    # groups dealt round robin: rank 0 scores groups a and c (8 samples), rank 1 group b (4), each
+    # forward of π_old and of π_ref, plus the idle forwards that keep rank 1's count in step
+    assert [r["rows"] for r in ranks] == [2 * 8, 2 * 4 + 2 * 1], [r["rows"] for r in ranks]
+    for r in ranks:
+        assert sorted(r["logprobs"]) == sorted(one)
+        for rid, (old, ref) in one.items():
+            got_old, got_ref = r["logprobs"][rid]
+            assert max(abs(a - b) for a, b in zip(old, got_old, strict=True)) < TOL
+            assert max(abs(a - b) for a, b in zip(ref, got_ref, strict=True)) < TOL
+
+
+@pytest.mark.slow
+def test_the_temperature_probe_is_dealt_over_the_ranks(tiny_model, tmp_path):
+    """The diversity probe of ``temperature auto`` (5 problems x 3 candidates): under 2 ranks each
+    rank's engine samples its round-robin share (3 + 2 problems a candidate; before, rank 0
+    sampled all 15 while the other GPUs waited), and T and the D(T) table are one process's."""
+    from helpers.probe_run import probe
+
+    problems = EXAMPLES / "stdin.jsonl"
+    (tmp_path / "one").mkdir()
+    T, prompts = probe(str(tiny_model), str(problems), tmp_path / "one")
+    assert prompts == 15
+    script = Path(__file__).resolve().parent / "helpers" / "probe_run.py"
+    done = subprocess.run([*torchrun(2), str(script), str(tiny_model), str(problems), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=_env(), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["prompts"] for r in ranks] == [9, 6]
+    assert [r["T"] for r in ranks] == [T, T]
+    one = json.loads((tmp_path / "one" / "temperature.json").read_text())
+    two = json.loads((tmp_path / "temperature.json").read_text())
+    assert two["table"] == one["table"] and two["temperature"] == one["temperature"]

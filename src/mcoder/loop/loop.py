@@ -68,7 +68,14 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
-    from mcoder.train.distributed import barrier, broadcast_result, make_trainer, side_group, world_size
+    from mcoder.train.distributed import (
+        barrier,
+        broadcast_result,
+        gather_results,
+        make_trainer,
+        side_group,
+        world_size,
+    )
 
     tcfg = cfg.train
 
@@ -103,19 +110,10 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         ThreadPoolExecutor(1, thread_name_prefix="sample-ahead") as sampling,
     ):
         # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in
-        # stages (the probe judged by this judge for the pass-rate guard)
-        temperature = None
-        if main:
-            temperature = temperature_by_step(
-                cfg.sampling,
-                tcfg.seed,
-                run.temperature,
-                sampler.engine,
-                trainer.tokenizer,
-                problems,
-                first_step,
-                judge,
-            )
+        # stages (the probe dealt over the ranks, each judging its share for the pass-rate guard)
+        temperature = temperature_by_step(
+            cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step, judge
+        )
         try:
             for step in range(first_step, cfg.steps + 1):
                 # 1-2. rollout and judge (every rank its share of the groups)
@@ -128,14 +126,14 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
                     sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
                     sync_s += time.perf_counter() - t0
                 if ahead is None:  # on-policy: from the policy as it is now
-                    # T: measured by rank 0 at a stage's start
-                    T = broadcast_result(lambda step=step: temperature(step))
+                    # T: measured at a stage's start by every rank (its share of the probe); rank 0's
+                    T = gather_results(lambda step=step: temperature(step))[0]
                     rollouts, verdicts, timing = sample_and_judge(
                         cfg, step, problems, sampler, judge, trainer, T, trainer.policy_version
                     )
                 ahead = None
                 if cfg.off_policy and step < cfg.steps:
-                    T = broadcast_result(lambda step=step: temperature(step + 1))
+                    T = gather_results(lambda step=step: temperature(step + 1))[0]
                     version = trainer.policy_version  # the engine's policy: this step's update has not run
                     args = (cfg, step + 1, problems, sampler, judge, trainer, T, version, side)
                     ahead = sampling.submit(sample_and_judge, *args)

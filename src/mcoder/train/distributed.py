@@ -17,8 +17,9 @@ in exactly the single-process format (HF weights or PEFT adapter, optimizer stat
 parameter index), so a checkpoint moves freely between 1 and N processes. Only rank 0 writes
 files or prints; the other ranks are quiet.
 
-π_old / π_ref log-probs are recomputed on every rank for the whole batch (each rank must run the
-same forwards anyway); it repeats work only when they are recomputed at all.
+π_old / π_ref log-probs (when recomputed, or with a reference model) are scored by each rank on its
+own round-robin share of the groups, as the update is, and gathered so every rank holds every
+sample's: N ranks each score 1/N of the batch.
 """
 
 from __future__ import annotations
@@ -283,6 +284,19 @@ class FSDPTrainer(Trainer):
 
     def scalar(self, t) -> float:
         return float(_full(t))
+
+    def share_logprobs(self, samples: list[Sample], mine: list[Sample], recompute: bool) -> None:
+        """Each rank scored its groups' π_old / π_ref: every rank gets every sample's (gloo)."""
+        parts = gather_results(
+            lambda: {s.rollout.id: (s.old_logprobs if recompute else None, s.ref_logprobs) for s in mine}
+        )
+        scored = {k: v for part in parts for k, v in part.items()}
+        for s in samples:
+            old, ref = scored[s.rollout.id]
+            if recompute:
+                s.old_logprobs = old
+            if self.reference is not None:
+                s.ref_logprobs = ref
 
     # -- checkpoints in the single-process format
 

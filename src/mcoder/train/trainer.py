@@ -144,7 +144,9 @@ class Trainer:
         return float(temps.pop())
 
     def _fill_logprobs(self, samples: list[Sample], T: float) -> None:
-        """π_old (recomputed when asked or missing) and π_ref, before any update."""
+        """π_old (recomputed when asked or missing) and π_ref, before any update: each process
+        scores its share of the groups (all of them in one process), then every process gets
+        every sample's (``share_logprobs``)."""
         recompute = (
             self.cfg.recompute_old_logprobs
             or self.cfg.importance_sampling_cap > 0  # the correction compares the trainer's π_old with the sampler's
@@ -152,20 +154,30 @@ class Trainer:
         )
         if not recompute and self.reference is None:
             return
-        pad = self.tokenizer.pad_token_id
-        for micro in microbatches(samples, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens):
-            batch = collate(micro, pad)
-            lens = [s.num_tokens for s in micro]
-            chunk = self.cfg.logprob_chunk_tokens
-            if recompute:
-                with self.compute():
-                    old = score(self.model, batch, T, chunk=chunk)  # (B, C)
-                for s, row, n in zip(micro, old, lens, strict=True):
+        mine = self.my_share(samples)
+        micros = microbatches(mine, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens)
+        idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
+        for micro in micros:
+            self._score_micro(micro, T, recompute)
+        for _ in range(idle):
+            self._score_micro([samples[0]], T, recompute, keep=False)
+        self.share_logprobs(samples, mine, recompute)
+
+    def _score_micro(self, micro: list[Sample], T: float, recompute: bool, keep: bool = True) -> None:
+        batch = collate(micro, self.tokenizer.pad_token_id)
+        lens = [s.num_tokens for s in micro]
+        chunk = self.cfg.logprob_chunk_tokens
+        if recompute:
+            with self.compute():
+                old = score(self.model, batch, T, chunk=chunk)  # (B, C)
+            for s, row, n in zip(micro, old, lens, strict=True):
+                if keep:
                     s.old_logprobs = row[:n].tolist()
-            if self.reference is not None:
-                with self.compute():
-                    ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
-                for s, row, n in zip(micro, ref, lens, strict=True):
+        if self.reference is not None:
+            with self.compute():
+                ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
+            for s, row, n in zip(micro, ref, lens, strict=True):
+                if keep:
                     s.ref_logprobs = row[:n].tolist()
 
     def _updates(self, samples: list[Sample], T: float, L_max: int) -> dict[str, float]:
@@ -243,6 +255,9 @@ class Trainer:
 
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         return sums
+
+    def share_logprobs(self, samples: list[Sample], mine: list[Sample], recompute: bool) -> None:
+        """Every sample's π_old / π_ref on every process, each having scored ``mine``."""
 
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
