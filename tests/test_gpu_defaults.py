@@ -114,3 +114,32 @@ def test_the_importance_sampling_metrics_are_drawn_with_the_clip_fractions(tmp_p
     figures, _ = build_figures([read_run(tmp_path, "vllm")])
     titles = [ax.get_title() for ax in figures["clip"].axes if ax.get_visible()]
     assert {"is/logprob_diff", "is/weight_mean", "is/capped"} <= set(titles), titles
+
+
+def test_vllms_share_of_the_gpu_is_a_setting_measured_by_default(tiny_model, monkeypatch):
+    """It was 0.35 whatever the model: at 8B that starved the trainer, at 0.6B it starved the KV
+    cache. Given, it is used as it is; not given, on a GPU, it is what is free once the policy is
+    loaded, less AdamW's moments the trainer will hold while vLLM samples, less a margin."""
+    from mcoder.errors import EnvironmentMissing, UsageError
+    from mcoder.loop import samplers
+    from mcoder.train.trainer import Trainer
+
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo"))
+    params = sum(p.numel() for p in trainer.params)
+    GiB = 2**30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (100 * GiB, 141 * GiB))
+    share = samplers.vllm_memory_share(trainer)
+    assert share == pytest.approx((100 * GiB - 8 * params - samplers.VLLM_MEMORY_MARGIN) / (141 * GiB))
+    assert samplers.gpu_share(_loop(engine="vllm", vllm_gpu_memory=0.5), trainer) == 0.5
+    assert samplers.gpu_share(_loop(engine="vllm"), trainer) is None, "a CPU: the engine's own setting"
+    monkeypatch.setattr(samplers, "_has_cuda", lambda: True)
+    assert samplers.gpu_share(_loop(engine="vllm"), trainer) == share
+    seen = {}
+    monkeypatch.setattr("mcoder.engines.factory.make_engine", lambda name, base, adapter, **kw: seen.update(kw))
+    samplers.vllm_engine(str(tiny_model), trainer.cfg, gpu_memory=share)
+    assert seen["gpu_memory_utilization"] == share
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (5 * GiB, 141 * GiB))
+    with pytest.raises(EnvironmentMissing, match="--vllm-gpu-memory"):
+        samplers.vllm_memory_share(trainer)
+    with pytest.raises(UsageError, match="--vllm-gpu-memory"):
+        _loop(engine="vllm", vllm_gpu_memory=1.5)

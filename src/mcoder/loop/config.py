@@ -24,7 +24,7 @@ Engine = Literal["hf", "vllm"]
 
 # Settings a resumed run may change: they decide how long or how fast, never what is computed.
 RESUMABLE_CHANGES = frozenset(
-    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "report_to", "judge_url"}
+    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "vllm_gpu_memory", "report_to", "judge_url"}
 )
 
 
@@ -52,6 +52,8 @@ class LoopConfig:
     """vllm: GPUs each rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine per process)."""
     vllm_sleep: bool = True
     """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
+    vllm_gpu_memory: float | None = None
+    """vllm on a GPU: the share of it the engine takes for its weights and KV cache (0-1); None: measured when it starts, what is free less what the trainer holds while it samples (weights, AdamW's moments)."""
     off_policy: int = 0
     """Steps the sampling policy may trail the trained one: 1 samples step k+1 while step k trains (π_old: the recorded sampling log-probs)."""
     judge_url: tuple[str, ...] = ()
@@ -68,6 +70,8 @@ class LoopConfig:
                 raise UsageError(
                     f"--{name.replace('_', '-')} must be at least 1", hint=f"got {getattr(self, name)}"
                 )
+        if self.vllm_gpu_memory is not None and not 0 < self.vllm_gpu_memory <= 1:
+            raise UsageError(f"--vllm-gpu-memory {self.vllm_gpu_memory} is not a share", hint="give a value in (0, 1]")
         self.sampling.validate()
         # L_max of the update is the limit the rollouts were sampled with, not their longest one:
         # the overlong penalty and the constant loss normaliser depend on it.
