@@ -244,6 +244,7 @@ def shard_model(
     compute_dtype: torch.dtype = torch.float32,
     device: torch.device = HOST,
     source: int | None = None,
+    read=None,
 ) -> torch.nn.Module:
     """fully_shard each decoder layer, then the root (embeddings, final norm, lm_head). The
     shards stay as loaded (float32 masters); each gather casts them to ``compute_dtype`` and the
@@ -252,8 +253,9 @@ def shard_model(
     ``source``: the rank that loaded the weights (on its host); every other rank holds the same
     model empty (meta device). Before each unit is sharded its tensors are made on ``device`` on
     every rank and broadcast from ``source``; sharding then keeps each rank's part and frees the
-    rest. No rank holds more than its shards and one unit whole beyond what it loaded, and
-    ``source``'s loaded copy goes unit by unit as it is sharded."""
+    rest. No rank holds more than its shards and one unit whole beyond what it loaded.
+    ``read(name)`` (on ``source``): the tensor of that name from the weights files, for a
+    ``source`` that built the model empty too: it then never holds more than one unit either."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
@@ -261,9 +263,10 @@ def shard_model(
     layers = [m for m in model.modules() if type(m).__name__ in layer_types]
     if source is not None:
         _check_same_model(model, source)
+    prefix = {id(m): name + "." if name else "" for name, m in model.named_modules()}
     for unit in [*layers, model]:
         if source is not None:
-            _receive_unit(unit, device, source)
+            _receive_unit(unit, device, source, read, prefix[id(unit)])
         fully_shard(unit, mp_policy=mp)
     for m in [*layers, model]:
         m.set_gradient_divide_factor(1.0)  # sum, not mean: each rank's loss already has global denominators
@@ -271,7 +274,7 @@ def shard_model(
     return model
 
 
-def _receive_unit(unit: torch.nn.Module, device: torch.device, source: int) -> None:
+def _receive_unit(unit: torch.nn.Module, device: torch.device, source: int, read=None, prefix: str = "") -> None:
     """The tensors of ``unit`` not sharded yet (a layer's, or the root's own), on ``device`` with
     ``source``'s values on every rank: one broadcast each (a tied weight once, in each place)."""
     from torch.distributed.tensor import DTensor
@@ -283,11 +286,56 @@ def _receive_unit(unit: torch.nn.Module, device: torch.device, source: int) -> N
             if isinstance(t, DTensor):
                 continue  # a layer sharded before the root
             if id(t) not in made:
-                data = t.detach().to(device) if rank() == source else torch.empty(t.shape, dtype=t.dtype, device=device)
+                if rank() != source:
+                    data = torch.empty(t.shape, dtype=t.dtype, device=device)
+                elif read is not None and kind == "_parameters":
+                    data = read(prefix + name).to(device=device, dtype=t.dtype)
+                else:
+                    data = t.detach().to(device)
                 dist.broadcast(data, src=source)
                 made[id(t)] = torch.nn.Parameter(data, requires_grad=t.requires_grad) if kind == "_parameters" else data
             owner, _, leaf = name.rpartition(".")
             getattr(unit.get_submodule(owner), kind)[leaf] = made[id(t)]
+
+
+class WeightFiles:
+    """A model folder's safetensors files, read one tensor at a time (each read maps the file for
+    as long as the tensor lives: what was read leaves memory with it)."""
+
+    def __init__(self, where: dict[str, Path]):
+        self.where = where  # tensor name -> its file
+
+    @classmethod
+    def of(cls, folder: str, model: torch.nn.Module) -> WeightFiles | None:
+        """The files of ``folder`` when they hold every parameter of ``model`` under its own name
+        (full weights in safetensors, as save_pretrained writes them); None otherwise (a LoRA
+        model's names are PEFT's; .bin weights)."""
+        import json
+
+        from safetensors import safe_open
+
+        root = Path(folder)
+        index = root / "model.safetensors.index.json"
+        if index.is_file():
+            where = {k: root / f for k, f in json.loads(index.read_text())["weight_map"].items()}
+        elif (root / "model.safetensors").is_file():
+            with safe_open(str(root / "model.safetensors"), "pt") as f:
+                where = dict.fromkeys(f.keys(), root / "model.safetensors")
+        else:
+            return None
+        seen: set[int] = set()
+        needed = []
+        for name, p in model.named_parameters(remove_duplicate=False):
+            if id(p) not in seen:  # a tied weight: the file holds it under its first name
+                seen.add(id(p))
+                needed.append(name)
+        return cls(where) if all(n in where for n in needed) else None
+
+    def read(self, name: str) -> torch.Tensor:
+        from safetensors import safe_open
+
+        with safe_open(str(self.where[name]), "pt") as f:
+            return f.get_tensor(name)
 
 
 def _check_same_model(model: torch.nn.Module, source: int) -> None:
@@ -310,20 +358,30 @@ class FSDPTrainer(Trainer):
     # -- the policy: rank 0 loads it on its host, the others build it empty; sharding deals it out
 
     def load_policy_model(self):
-        if is_main():
+        """Every rank builds the policy empty; rank 0 then either reads each unit from the weights
+        files as it is dealt (safetensors holding every tensor under the model's own name: full
+        weights), or loads the whole policy on its host first (LoRA adapters, other layouts)."""
+        lora = self.cfg.lora_rank > 0 or (Path(self.source) / "adapter_config.json").is_file()
+        if lora:  # (rank 0's fresh adapter is drawn from the seed as one process draws it)
+            self.files = None
+            return load_policy(self.source, self.cfg) if is_main() else empty_policy(self.source, self.cfg)
+        model = empty_policy(self.source, self.cfg)
+        self.files = WeightFiles.of(self.source, model)
+        if self.files is None and is_main():
             return load_policy(self.source, self.cfg)
-        return empty_policy(self.source, self.cfg)
+        return model
 
     def load_reference_model(self):
-        if is_main():
-            return load_reference(self.source, self.model, self.cfg)
-        return empty_reference(self.source, self.model, self.cfg)
+        if self.files is not None or not is_main():
+            return empty_reference(self.source, self.model, self.cfg)
+        return load_reference(self.source, self.model, self.cfg)
 
     def wrap_policy(self, model):
+        read = self.files.read if self.files is not None and is_main() else None
         if self.reference is not None and self.reference is not model:
             # π_ref of full fine-tuning: sharded too, forward only
-            shard_model(self.reference, self.compute_dtype, self.device, source=0)
-        return shard_model(model, self.compute_dtype, self.device, source=0)
+            shard_model(self.reference, self.compute_dtype, self.device, source=0, read=read)
+        return shard_model(model, self.compute_dtype, self.device, source=0, read=read)
 
     def compute(self):
         return contextlib.nullcontext()  # the sharding's mixed-precision policy casts each gather

@@ -38,14 +38,15 @@ def load_policy(path: str, cfg: TrainConfig, *, dtype: str = MASTER_DTYPE):
 
 def empty_policy(path: str, cfg: TrainConfig, *, dtype: str = MASTER_DTYPE):
     """``load_policy``'s model (modules, parameter names, shapes, dtypes, which ones train) with
-    no weights: parameters and buffers on the meta device, nothing read but the config. Under
-    torchrun the ranks but the one that loads receive their shards into it (train/distributed.py)."""
+    no weights: parameters on the meta device, nothing read but the config; buffers computed as
+    the modules make them (rotary frequencies: small, and in no weights file). Under torchrun
+    each rank fills its shards into it (train/distributed.py)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     folder = check_model_dir(path)
     base_dtype = cfg.dtype if cfg.lora_rank > 0 or folder.adapter is not None else dtype
     config = AutoConfig.from_pretrained(str(folder.base))
-    with torch.device("meta"):
+    with parameters_on_meta():
         model = AutoModelForCausalLM.from_config(config, dtype=resolve_dtype(base_dtype))
         if folder.adapter is not None:  # the adapter's own settings, trainable (as load_policy continues it)
             from peft import PeftConfig, get_peft_model
@@ -72,9 +73,27 @@ def empty_reference(path: str, policy, cfg: TrainConfig):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(str(check_model_dir(path).base))
-    with torch.device("meta"):
+    with parameters_on_meta():
         ref = AutoModelForCausalLM.from_config(config, dtype=resolve_dtype(cfg.dtype))
     return ref.eval().requires_grad_(False)
+
+
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Modules built inside put each parameter on the meta device as it is registered (made
+    uninitialised first, one at a time: untouched memory), and keep their buffers."""
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module, name, param):
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
 
 
 def _float32_masters(model) -> None:
