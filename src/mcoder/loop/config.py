@@ -43,7 +43,7 @@ class LoopConfig:
     train_batch_size: int = 4
     """Problems sampled per step."""
     save_every: int | None = None
-    """Save a checkpoint every this many steps (and at the end); None: every step while a checkpoint (12 bytes a trainable parameter) is under 2 GB, else every 10."""
+    """Save a checkpoint every this many steps (and at the end); None: every step while a checkpoint (12 bytes a trainable parameter) is under 2 GB, else every 10; 0: never (a run that cannot be resumed: measurements)."""
     max_resample_rounds: int = 3
     """With dynamic sampling: how many extra sampling rounds may be taken to fill a batch."""
     engine: Engine = "hf"
@@ -65,11 +65,13 @@ class LoopConfig:
 
     def validate(self) -> LoopConfig:
         check_choices(self)
-        for name in ("steps", "train_batch_size", "save_every", "tensor_parallel_size"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
+        for name in ("steps", "train_batch_size", "tensor_parallel_size"):
+            if getattr(self, name) < 1:
                 raise UsageError(
                     f"--{name.replace('_', '-')} must be at least 1", hint=f"got {getattr(self, name)}"
                 )
+        if self.save_every is not None and self.save_every < 0:
+            raise UsageError(f"--save-every {self.save_every} is negative", hint="give a count of steps, or 0 (never)")
         if self.vllm_gpu_memory is not None and not 0 < self.vllm_gpu_memory <= 1:
             raise UsageError(f"--vllm-gpu-memory {self.vllm_gpu_memory} is not a share", hint="give a value in (0, 1]")
         self.sampling.validate()

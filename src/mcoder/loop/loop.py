@@ -92,7 +92,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     # base model's, then a sync before the first rollout brings them to the policy)
     sampler = make_sampler(cfg, trainer.source, trainer, run.adapters)
     stale_engine = trainer.source != start
-    save_every = cfg.save_every or default_save_every(trainer)
+    save_every = default_save_every(trainer) if cfg.save_every is None else cfg.save_every
 
     # -------- derived sizes, printed before anything runs
     updates = -(-cfg.train_batch_size // tcfg.mini_batch_size)
@@ -102,7 +102,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         f"samples/step | L_max {cfg.sampling.max_tokens} | {updates} optimizer steps/step (mini-batch "
         f"{tcfg.mini_batch_size} groups, micro-batch {tcfg.micro_batch_size} seqs) | algo {tcfg.algo} | "
         f"trainable params {sum(p.numel() for p in trainer.params):,} | {tcfg.dtype} compute | "
-        f"checkpoint every {save_every} step(s)"
+        + (f"checkpoint every {save_every} step(s)" if save_every else "no checkpoint (--save-every 0)")
     )
     if state:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
@@ -174,7 +174,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
 
                 # 4. checkpoint (atomic; under torchrun each rank writes its shards, in the background,
                 # and whole weights only at the end): a kill once it is in place resumes at the next step
-                if step % save_every == 0 or step == cfg.steps:
+                if save_every and (step % save_every == 0 or step == cfg.steps):
                     trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step), final=step == cfg.steps)
                 t0 = time.perf_counter()
                 sampler.after_step(step)  # LoRA: the adapter is written and handed over here
