@@ -329,24 +329,19 @@ def fmt(v, spec: str, none: str = "n/a") -> str:
 def predicted(config: dict, length: int, a) -> dict | None:
     """benchmarks/memory_model.py's peak and resident bytes for this model and update (its
     measured constants from OUT/memory_model.json), or None without that file."""
-    if __package__:
-        from benchmarks import memory_model
-    else:
-        import memory_model
-
     constants = a.out / "memory_model.json"
     if not constants.is_file():
         return None
     m = json.loads(constants.read_text())
-    t = memory_model.Target(
+    t = common.MemoryTarget(
         "this", config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"],
         config["num_key_value_heads"], config["head_dim"], config["intermediate_size"], config["vocab_size"],
         bool(config.get("tie_word_embeddings")),
     )  # fmt: skip
     cfg = recipe_train(a)
     tokens = cfg.micro_batch_size * (PROMPT_TOKENS + length)
-    return {"peak_mib": memory_model.update_bytes(t, m, tokens, cfg.logprob_chunk_tokens) / 2**20,
-            "resident_mib": memory_model.resident_bytes(t, m) / 2**20}  # fmt: skip
+    return {"peak_mib": common.update_bytes(t, m, tokens, cfg.logprob_chunk_tokens) / 2**20,
+            "resident_mib": common.resident_bytes(t, m) / 2**20}  # fmt: skip
 
 
 def report(
@@ -394,7 +389,7 @@ def verdict(updates: list[dict], a) -> list[str]:
     done = [u for u in updates if "error" not in u and u.get("peak_mib") is not None]
     if not torch.cuda.is_available() or not done:
         return []
-    total = torch.cuda.get_device_properties(0).total_memory / 2**20
+    total = torch.cuda.mem_get_info()[1] / 2**20
     longest = max(done, key=lambda u: u["length"])
     left = total - longest["resident_mib"]
     return [(f"\n  fits: the update at L = {longest['length']} peaks at {longest['peak_mib'] / 1024:.1f} of "

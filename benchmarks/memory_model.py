@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import tempfile
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -53,38 +52,8 @@ GB = 1e9
 GPU_ONE, GPU_MANY, N_GPUS = 141e9, 80e9, 8
 MICRO_BATCH = 4  # sequences a micro-batch: TrainConfig's micro_batch_size, which the recipes keep
 PROMPT = 256  # prompt tokens of each sequence (benchmarks/gpu_bench.py's made-up batches)
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    vocab: int
-    tied: bool
-
-    def layer_params(self) -> int:
-        attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads) + self.heads * self.head_dim * self.hidden
-        return attn + 3 * self.hidden * self.intermediate + 2 * self.hidden + 2 * self.head_dim
-
-    def edge_params(self) -> int:
-        """Embeddings, the output layer (once when tied) and the final norm."""
-        return self.vocab * self.hidden * (1 if self.tied else 2) + self.hidden
-
-    def params(self) -> int:
-        return self.layers * self.layer_params() + self.edge_params()
-
-
-# Qwen3's dense checkpoints (their config.json)
-TARGETS = [
-    Target("Qwen3-1.7B", 28, 2048, 16, 8, 128, 6144, 151936, True),
-    Target("Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, True),
-    Target("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, False),
-]
+TARGETS, Target = common.QWEN3_TARGETS, common.MemoryTarget
+update_bytes, resident_bytes = common.update_bytes, common.resident_bytes
 
 
 class LiveBytes(TorchDispatchMode):
@@ -208,22 +177,6 @@ def measure(a) -> dict[str, float]:
                     per_param_resident=low["resident"] / params,  # between updates
                 )
     return out
-
-
-def update_bytes(t: Target, m: dict, tokens: int, chunk: int, shards: int = 1) -> float:
-    """The update's peak: its forward/backward (activation checkpointing on) or its optimizer step."""
-    # kept layer inputs, one layer's activations recomputed in the backward, the log-prob chunk
-    act = tokens * t.hidden * (t.layers * m["per_token_on"] + m["per_token_off"]) + chunk * t.vocab * m["per_logit"]
-    if shards == 1:
-        return max(t.params() * m["per_param"] + act, t.params() * m["per_param_opt"])
-    gathered = 2 * (2 * t.layer_params() + t.edge_params())  # bf16: two layers (prefetch) and the root
-    sharded = t.params() / shards
-    return max(sharded * 16 + gathered + act, sharded * m["per_param_opt"])  # master, gradient, moments
-
-
-def resident_bytes(t: Target, m: dict, shards: int = 1) -> float:
-    """What the trainer holds between updates (while vLLM samples): weights and moments."""
-    return t.params() / shards * m["per_param_resident"]
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ def trainer_start(model: str) -> dict:
     """In this process (a torchrun rank or alone): the peak resident bytes above the start while
     ``make_trainer`` builds the policy, and this process's rank."""
     import peft  # noqa: F401 - imports done before the window: what is measured is the model
+    import torch.distributed as dist
     import torch.distributed.fsdp  # noqa: F401
     import transformers.models.qwen3.modeling_qwen3  # noqa: F401
 
@@ -52,7 +53,8 @@ def trainer_start(model: str) -> dict:
     trainer = distributed.make_trainer(model, resolve("microcoder-grpo", {"device": "cpu", "dtype": "float32"}))
     for p in trainer.model.parameters():  # read once, as the first forward does: loaded weights may be
         float(getattr(p, "to_local", lambda p=p: p)().detach().sum())  # a file mapping not yet in memory
-    return {"rank": distributed.rank(), "peak_above_start": (_status_kib("VmHWM") - start) * 1024}
+    backends = dist.get_backend_config() if distributed.joined() else None  # (cpu:gloo,cuda:nccl on a GPU)
+    return {"rank": distributed.rank(), "peak_above_start": (_status_kib("VmHWM") - start) * 1024, "group": backends}
 
 
 def sizes(model: Path) -> dict[str, int]:
@@ -85,6 +87,7 @@ def measure(model: Path) -> dict:
         **s,
         "one_process": alone["peak_above_start"],
         "two_ranks": [r["peak_above_start"] for r in two_ranks],
+        "group": two_ranks[0]["group"],
     }
     out["two_ranks_sum"] = sum(out["two_ranks"])
     out["bound"] = out["one_process"] + s["policy"] // 2 + s["unit"]

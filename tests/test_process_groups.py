@@ -30,6 +30,7 @@ ENTRY_POINTS = {
     "src/mcoder/train/stage.py": "test_entry_point_under_the_cuda_standin[train]",
     "src/mcoder/loop/loop.py": "test_entry_point_under_the_cuda_standin[loop]",
     "benchmarks/gpu_bench.py": "test_benchmarks.py::test_the_gpu_check_without_vllm_passes_its_smoke_run",
+    "benchmarks/start_memory.py": "test_train_distributed.py::test_a_two_rank_start_holds_a_shard_and_a_unit_more_than_one_process",
 }
 
 

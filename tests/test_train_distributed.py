@@ -357,10 +357,14 @@ def test_a_two_rank_start_holds_a_shard_and_a_unit_more_than_one_process(tmp_pat
     against 2 ranks together (a 32-layer, 447 MiB float32 policy). Each rank loaded the whole
     policy before sharding it: the two held 631 MiB where one process held 267 (16 layers) and
     the bound, one process + a shard + the largest unit, was 457."""
+    from helpers.standin import standin_env
+
     out = tmp_path / "start.json"
+    # under the CUDA stand-in (tests/test_process_groups.py): the group the ranks make is the GPU's
     done = subprocess.run([sys.executable, "benchmarks/start_memory.py", "--json", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900, env=_env(), check=False)  # fmt: skip
+                          capture_output=True, text=True, timeout=900, env=standin_env(), check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     m = json.loads(out.read_text())
+    assert m["group"] == "cpu:gloo,cuda:gloo", "the cpu:gloo,cuda:nccl group, NCCL stood in for"
     assert m["two_ranks_sum"] <= m["one_process"] + m["policy"] // 2 + m["unit"], done.stdout
     assert m["one_process"] >= m["policy"], "the one process's weights were read: the baseline holds them"

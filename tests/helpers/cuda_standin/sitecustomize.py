@@ -50,6 +50,8 @@ def _patch_torch(torch) -> None:
     cuda.set_device = lambda device: None
     cuda.get_device_name = lambda device=None: STANDIN_NAME
     cuda.max_memory_allocated = lambda device=None: 0
+    cuda.memory_allocated = lambda device=None: 0
+    cuda.mem_get_info = lambda device=None: (80 * 2**30, 80 * 2**30)  # an empty 80 GiB device
     cuda.reset_peak_memory_stats = lambda device=None: None
     cuda.empty_cache = lambda: None
     cuda.synchronize = lambda device=None: None
