@@ -287,7 +287,8 @@ def test_the_gpu_check_without_vllm_passes_its_smoke_run(tmp_path):
     report = (out / "report.txt").read_text()
     assert "loop step, hf engine" in report and "failed" not in report, report
     assert "device: CUDA stand-in" in report, "the stand-in was in force"
-    asked = [ln for ln in (out / "fsdp.log").read_text().splitlines() if ln.startswith(ASKED)]
+    (fsdp_log,) = out.glob("fsdp-*/log.txt")
+    asked = [ln for ln in fsdp_log.read_text().splitlines() if ln.startswith(ASKED)]
     assert asked and all("'cpu:gloo,cuda:nccl'" in ln for ln in asked), asked
     record = json.loads((out / "gpu_bench.json").read_text())
     assert record["loop_exit"] == 0 and "error" not in record["sample"] and "error" not in record["fsdp"]
