@@ -143,3 +143,22 @@ def test_vllms_share_of_the_gpu_is_a_setting_measured_by_default(tiny_model, mon
         samplers.vllm_memory_share(trainer)
     with pytest.raises(UsageError, match="--vllm-gpu-memory"):
         _loop(engine="vllm", vllm_gpu_memory=1.5)
+
+
+def test_a_large_checkpoint_is_not_written_every_step_by_default():
+    """--save-every was 1: a 21 GB checkpoint (Qwen3-1.7B, float32 weights and AdamW's moments)
+    every step. Not given, it is every step only while a checkpoint is under 2 GB."""
+    from types import SimpleNamespace
+
+    from mcoder.errors import UsageError
+    from mcoder.loop.loop import default_save_every
+
+    assert LoopConfig(model="m", problems=Path("p"), run_dir=Path("r")).save_every is None
+
+    def policy(params: int):  # a trainer's trainable parameters, of this count (no memory: meta)
+        return SimpleNamespace(params=[torch.empty(params, device="meta")])
+
+    assert default_save_every(policy(1_720_000_000)) == 10
+    assert default_save_every(policy(5_000_000)) == 1, "a small model: every step, as before"
+    with pytest.raises(UsageError, match="--save-every"):
+        _loop(engine="hf", save_every=-1)
