@@ -9,9 +9,9 @@ not the judge's workers, which start isolated).
   no CPU tensor and fails on one as NCCL does ("No backend type associated with device type
   cpu"), while ``cpu:gloo,cuda:nccl`` sends CPU tensors to gloo;
 - tensors stay on the CPU: mcoder's device resolution (``mcoder.models.resolve_device``) gives
-  the CPU where it would give the GPU.
+  the CPU where it would give the GPU (and torch.distributed.checkpoint writes them as CPU ones).
 
-torch and mcoder.models are patched when first imported (a process that never imports torch
+torch, mcoder.models and the checkpoint writer are patched when first imported (a process that never imports torch
 pays nothing).
 """
 
@@ -69,6 +69,13 @@ def _patch_torch(torch) -> None:
         module.new_group = new_group_standin
 
 
+def _patch_checkpoint_writer(filesystem) -> None:
+    """torch.distributed.checkpoint's writer stages tensors through a CUDA stream when CUDA is
+    available; the stand-in's tensors are on the CPU: its CPU loader."""
+    serial = filesystem._SerialCpuLoader
+    filesystem._OverlappingCpuLoader = lambda resolve_fun, *args, **kwargs: serial(resolve_fun)
+
+
 def _patch_models(models) -> None:
     resolve = models.resolve_device
 
@@ -79,7 +86,11 @@ def _patch_models(models) -> None:
     models.resolve_device = resolve_device
 
 
-HOOKS = {"torch": _patch_torch, "mcoder.models": _patch_models}
+HOOKS = {
+    "torch": _patch_torch,
+    "mcoder.models": _patch_models,
+    "torch.distributed.checkpoint.filesystem": _patch_checkpoint_writer,
+}
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
