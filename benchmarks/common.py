@@ -405,3 +405,56 @@ def one_writer(out: Path, run: Callable[[], int], name: str) -> int:
         return run()
     finally:
         lock.__exit__(None, None, None)
+
+
+# ---------------------------------------------------------------- the memory model's extrapolation
+# (benchmarks/memory_model.py measures the constants ``m``; gpu_bench.py sets its figures beside
+# what a GPU measures)
+
+
+@dataclass(frozen=True)
+class MemoryTarget:
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+
+    def layer_params(self) -> int:
+        attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads) + self.heads * self.head_dim * self.hidden
+        return attn + 3 * self.hidden * self.intermediate + 2 * self.hidden + 2 * self.head_dim
+
+    def edge_params(self) -> int:
+        """Embeddings, the output layer (once when tied) and the final norm."""
+        return self.vocab * self.hidden * (1 if self.tied else 2) + self.hidden
+
+    def params(self) -> int:
+        return self.layers * self.layer_params() + self.edge_params()
+
+
+# Qwen3's dense checkpoints (their config.json)
+QWEN3_TARGETS = [
+    MemoryTarget("Qwen3-1.7B", 28, 2048, 16, 8, 128, 6144, 151936, True),
+    MemoryTarget("Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, True),
+    MemoryTarget("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, False),
+]
+
+
+def update_bytes(t: MemoryTarget, m: dict, tokens: int, chunk: int, shards: int = 1) -> float:
+    """The update's peak: its forward/backward (activation checkpointing on) or its optimizer step."""
+    # kept layer inputs, one layer's activations recomputed in the backward, the log-prob chunk
+    act = tokens * t.hidden * (t.layers * m["per_token_on"] + m["per_token_off"]) + chunk * t.vocab * m["per_logit"]
+    if shards == 1:
+        return max(t.params() * m["per_param"] + act, t.params() * m["per_param_opt"])
+    gathered = 2 * (2 * t.layer_params() + t.edge_params())  # bf16: two layers (prefetch) and the root
+    sharded = t.params() / shards
+    return max(sharded * 16 + gathered + act, sharded * m["per_param_opt"])  # master, gradient, moments
+
+
+def resident_bytes(t: MemoryTarget, m: dict, shards: int = 1) -> float:
+    """What the trainer holds between updates (while vLLM samples): weights and moments."""
+    return t.params() / shards * m["per_param_resident"]

@@ -87,7 +87,7 @@ def loop_case(model: Path, engine: str, lora: bool, a, off_policy: int = 0) -> d
         run = Path(tmp) / "run"
         cfg = LoopConfig(
             model=str(model), problems=PROBLEMS, run_dir=run, steps=a.steps,
-            train_batch_size=a.problems, engine=engine, train=train, off_policy=off_policy,
+            train_batch_size=a.problems, engine=engine, train=train, off_policy=off_policy, save_every=a.save_every,
             sampling=SamplingConfig(n=a.n, max_tokens=a.max_tokens, temperature="1.0"),
             judge=JudgeConfig(workers=a.judge_workers, unsafe_no_sandbox=a.unsafe_no_sandbox),
         )  # fmt: skip
@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         "--unsafe-no-sandbox", action="store_true", help="judge without the sandbox (random outputs)"
     )
     p.add_argument("--models-dir", type=Path, help="where the models are built (default: a temp folder)")
+    p.add_argument("--save-every", type=int, help="the loop's --save-every (0: no checkpoint; default: the loop's)")
     p.add_argument("--smoke", action="store_true", help="tiny model, 2 steps, vllm-full only (CI)")
     p.add_argument("--case", help=argparse.SUPPRESS)
     a = p.parse_args(argv)

@@ -1,13 +1,19 @@
 """Peak memory of one policy update, measured on a CPU at small sizes and extrapolated to Qwen3
-1.7B / 4B / 8B at 4K and 8K tokens a micro-batch, on one 141 GB GPU and on 8 x 80 GB with FSDP2.
+1.7B / 4B / 8B at completions of 4K and 8K tokens (micro-batches of the recipe's 4 sequences), on
+one 141 GB GPU and on 8 x 80 GB with FSDP2; and what the trainer holds while vLLM samples.
 
-Measured (mcoder's own update, float32 master weights, bf16 compute by autocast, the live bytes of
-every tensor the update makes, counted by storage as each op returns it):
+Measured (mcoder's own update, float32 master weights, bf16 compute by autocast, AdamW's foreach
+path as on CUDA, the live bytes of every tensor the update makes, counted by storage as each op
+returns it):
 
     per parameter   weights + AdamW moments, the gradients and autocast's bf16 copies at the peak
+                    of the forward/backward; weights, moments, gradients and foreach's temporaries
+                    (a list of whole-model tensors at once) at the optimizer step's
     per token       activations the forward leaves for the backward, per decoder layer and hidden
                     unit (with activation checkpointing off and on)
     per logit       the output layer's chunk: bytes per row per vocabulary entry
+    resident        between updates: weights and moments only (the gradients are freed after each
+                    step), what stays on the GPU while vLLM samples
 
 from a small Qwen3-shaped model (intermediate = 3 x hidden, as every target) whose peak is
 measured at two micro-batch lengths and two log-prob chunks: the slopes are the per-token and
@@ -20,18 +26,18 @@ per-logit costs, the rest divided by the parameter count the per-parameter one. 
                 output layer/embeddings in bf16 + the same activations and chunk (one rank's
                 micro-batch), or the optimizer step on the shards, the larger
 
-beside vLLM's share (``loop/samplers.VLLM_GPU_MEMORY`` of the GPU, its weights and KV cache while
-it samples; freed by its sleep mode while the trainer steps). Not modelled: the CUDA context and
-allocator fragmentation (a few GB), attention workspace beyond flash attention's linear memory.
+vLLM sleeps while the trainer updates (its weights and KV cache freed), so the update may take the
+whole GPU; while vLLM samples the trainer holds its resident bytes, and vLLM's share
+(``loop/samplers.vllm_memory_share``) is what is left less a margin. Not modelled: the CUDA context
+and allocator fragmentation (a few GB), attention workspace beyond flash attention's linear memory.
 
-    python benchmarks/memory_model.py [--tokens 256 512] [--chunk 1024]
+    python benchmarks/memory_model.py [--tokens 512 1024] [--chunk 1024]
 """
 
 from __future__ import annotations
 
 import tempfile
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -44,38 +50,10 @@ else:  # python benchmarks/memory_model.py: this folder is first on sys.path
 
 GB = 1e9
 GPU_ONE, GPU_MANY, N_GPUS = 141e9, 80e9, 8
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    vocab: int
-    tied: bool
-
-    def layer_params(self) -> int:
-        attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads) + self.heads * self.head_dim * self.hidden
-        return attn + 3 * self.hidden * self.intermediate + 2 * self.hidden + 2 * self.head_dim
-
-    def edge_params(self) -> int:
-        """Embeddings, the output layer (once when tied) and the final norm."""
-        return self.vocab * self.hidden * (1 if self.tied else 2) + self.hidden
-
-    def params(self) -> int:
-        return self.layers * self.layer_params() + self.edge_params()
-
-
-# Qwen3's dense checkpoints (their config.json)
-TARGETS = [
-    Target("Qwen3-1.7B", 28, 2048, 16, 8, 128, 6144, 151936, True),
-    Target("Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, True),
-    Target("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, False),
-]
+MICRO_BATCH = 4  # sequences a micro-batch: TrainConfig's micro_batch_size, which the recipes keep
+PROMPT = 256  # prompt tokens of each sequence (benchmarks/gpu_bench.py's made-up batches)
+TARGETS, Target = common.QWEN3_TARGETS, common.MemoryTarget
+update_bytes, resident_bytes = common.update_bytes, common.resident_bytes
 
 
 class LiveBytes(TorchDispatchMode):
@@ -135,6 +113,8 @@ def peak_of_update(model: Path, tokens: int, chunk: int, checkpointing: bool) ->
         "activation_checkpointing": "on" if checkpointing else "off",
     })  # fmt: skip
     trainer = Trainer(str(model), cfg)
+    for group in trainer.optimizer.param_groups:
+        group["foreach"] = True  # CUDA's default path (a CPU takes the single-tensor one)
     rollouts = [
         Rollout(id=f"r{i}", problem_id="p", completion="", prompt_token_ids=list(range(5, 29)),
                 completion_token_ids=[(7 * j + i) % 900 + 5 for j in range(tokens)], finish_reason="stop",
@@ -167,8 +147,9 @@ def peak_of_update(model: Path, tokens: int, chunk: int, checkpointing: bool) ->
         fb = mem.peak
         mem.peak = mem.now
         trainer._optimizer_step()  # AdamW's temporaries, beside the gradients
+        resident = mem.now  # after the step: the gradients are freed
     params = sum(p.numel() for p in trainer.model.parameters())
-    return {"fb": fb, "opt": mem.peak, "held": held[-1], "params": params}
+    return {"fb": fb, "opt": mem.peak, "held": held[-1], "params": params, "resident": resident}
 
 
 def measure(a) -> dict[str, float]:
@@ -193,23 +174,13 @@ def measure(a) -> dict[str, float]:
                     per_logit=per_row / vocab,
                     per_param=(low["fb"] - lo * slope - c_lo * per_row) / params,  # forward/backward
                     per_param_opt=low["opt"] / params,  # the optimizer step
+                    per_param_resident=low["resident"] / params,  # between updates
                 )
     return out
 
 
-def update_bytes(t: Target, m: dict, tokens: int, chunk: int, shards: int = 1) -> float:
-    """The update's peak: its forward/backward (activation checkpointing on) or its optimizer step."""
-    # kept layer inputs, one layer's activations recomputed in the backward, the log-prob chunk
-    act = tokens * t.hidden * (t.layers * m["per_token_on"] + m["per_token_off"]) + chunk * t.vocab * m["per_logit"]
-    if shards == 1:
-        return max(t.params() * m["per_param"] + act, t.params() * m["per_param_opt"])
-    gathered = 2 * (2 * t.layer_params() + t.edge_params())  # bf16: two layers (prefetch) and the root
-    sharded = t.params() / shards
-    return max(sharded * 16 + gathered + act, sharded * m["per_param_opt"])  # master, gradient, moments
-
-
 def main() -> None:
-    from mcoder.loop.samplers import VLLM_GPU_MEMORY
+    from mcoder.loop.samplers import VLLM_MEMORY_MARGIN
 
     ap = common.parser(__doc__)
     ap.add_argument("--tokens", type=int, nargs=2, default=[512, 1024], help="two micro-batch lengths measured")
@@ -218,26 +189,35 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--chunk", type=int, default=1024, help="the log-prob chunk of the extrapolation")
+    ap.add_argument("--json", type=Path, help="also write the measured constants here (gpu_bench reads them)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     m = measure(a)
+    if a.json:
+        common.write_json(a.json, m, benchmark="memory_model")
     print(
         f"measured on a CPU ({a.layers} layers, hidden {a.hidden}, vocab {a.vocab}, {m['params'] / 1e6:.1f}M "
-        f"parameters, bf16 compute): {m['per_param']:.1f} B/param in the forward/backward, "
-        f"{m['per_param_opt']:.1f} in the optimizer step; activations {m['per_token_off']:.1f} B per "
-        f"token x layer x hidden unit without checkpointing, {m['per_token_on']:.1f} with; "
-        f"{m['per_logit']:.1f} B per logit of the chunk"
+        f"parameters, bf16 compute, AdamW foreach): {m['per_param']:.1f} B/param in the forward/backward, "
+        f"{m['per_param_opt']:.1f} in the optimizer step, {m['per_param_resident']:.1f} held between updates; "
+        f"activations {m['per_token_off']:.1f} B per token x layer x hidden unit without checkpointing, "
+        f"{m['per_token_on']:.1f} with; {m['per_logit']:.1f} B per logit of the chunk"
     )
-    print(f"\nextrapolated (activation checkpointing on, log-prob chunk {a.chunk}; vLLM's share "
-          f"{VLLM_GPU_MEMORY:.0%} of a GPU while awake):\n")
-    print("| model | params | tokens/micro-batch | 1 x 141 GB: update GB | fits beside vLLM awake | 8 x 80 GB FSDP2: GB/GPU |")
-    print("|---|---|---|---|---|---|")
+    print(f"\nextrapolated (activation checkpointing on, log-prob chunk {a.chunk}, micro-batches of {MICRO_BATCH} "
+          f"sequences of {PROMPT} prompt + L completion tokens; vLLM asleep during the update, its share "
+          f"while it samples what the trainer leaves less {VLLM_MEMORY_MARGIN / 2**30:.0f} GiB):\n")
+    print("| model | params | L | 1 x 141 GB: update GB | resident while vLLM samples GB | vLLM's share then "
+          "| 8 x 80 GB FSDP2: update GB/GPU | resident GB/GPU |")
+    print("|---|---|---|---|---|---|---|---|")
     for t in TARGETS:
-        for tokens in (4096, 8192):
+        for length in (4096, 8192):
+            tokens = MICRO_BATCH * (PROMPT + length)
             one = update_bytes(t, m, tokens, a.chunk)
             many = update_bytes(t, m, tokens, a.chunk, shards=N_GPUS)
-            fits = "yes" if one <= GPU_ONE * (1 - VLLM_GPU_MEMORY) else ("asleep only" if one <= GPU_ONE else "no")
-            print(f"| {t.name} | {t.params() / 1e9:.2f}B | {tokens} | {one / GB:.0f} | {fits} | {many / GB:.0f} |")
+            rest = resident_bytes(t, m)
+            share = (GPU_ONE - rest - VLLM_MEMORY_MARGIN) / GPU_ONE
+            fits = "" if one <= GPU_ONE else " (over)"
+            print(f"| {t.name} | {t.params() / 1e9:.2f}B | {length} | {one / GB:.0f}{fits} | {rest / GB:.0f} | "
+                  f"{max(share, 0):.0%} | {many / GB:.0f} | {resident_bytes(t, m, N_GPUS) / GB:.0f} |")
 
 
 if __name__ == "__main__":

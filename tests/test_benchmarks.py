@@ -266,24 +266,32 @@ def test_every_setting_the_gpu_check_reads_is_one_of_its_options_at_full_size():
 
 @pytest.mark.slow
 def test_the_gpu_check_without_vllm_passes_its_smoke_run(tmp_path):
-    """benchmarks/gpu_check.sh --smoke where vllm is absent (this environment): sampling with the
-    transformers engine, the update at two lengths, FSDP2 and the loop's step, exit 0. It exited 1
-    before: the loop stage passed --workers, which benchmarks/loop_speed.py does not take."""
+    """benchmarks/gpu_check.sh --smoke where vllm is absent (this environment), under the CUDA
+    stand-in (tests/helpers/standin.py: the GPU branch taken, NCCL serving cuda tensors alone):
+    sampling with the transformers engine, the update at two lengths, FSDP2 in the trainer's own
+    cpu:gloo,cuda:nccl group and the loop's step, exit 0. It exited 1 before: the loop stage
+    passed --workers, which benchmarks/loop_speed.py does not take; and its FSDP2 stage made an
+    NCCL-only group, which fails here on the first host scalar as it did on a GPU."""
     import importlib.util
+
+    from helpers.standin import ASKED, standin_env
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here: gpu_check.sh would measure the vllm path")
     out = tmp_path / "check"
-    env = {**os.environ, "PY": sys.executable}
     done = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--smoke", "--out", str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=tmp_path, env=standin_env(PY=sys.executable), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     report = (out / "report.txt").read_text()
     assert "loop step, hf engine" in report and "failed" not in report, report
+    assert "device: CUDA stand-in" in report, "the stand-in was in force"
+    (fsdp_log,) = out.glob("fsdp-*/log.txt")
+    asked = [ln for ln in fsdp_log.read_text().splitlines() if ln.startswith(ASKED)]
+    assert asked and all("'cpu:gloo,cuda:nccl'" in ln for ln in asked), asked
     record = json.loads((out / "gpu_bench.json").read_text())
-    assert record["loop_exit"] == 0 and "error" not in record["sample"]
+    assert record["loop_exit"] == 0 and "error" not in record["sample"] and "error" not in record["fsdp"]
 
 
 def test_the_judge_vs_lcb_leetcode_set_makes_call_tests_in_the_methods_order(tmp_path):

@@ -74,6 +74,20 @@ def test_a_group_without_a_cpu_backend_refuses_host_scalars_as_nccl_does():
         dist.destroy_process_group()
 
 
+def test_in_one_process_the_loops_collectives_leave_a_world_a_library_made_alone():
+    """In-process vLLM makes a world of its own (NCCL, with one GPU; here gloo serving cuda alone,
+    which refuses host objects as NCCL does). The loop's waits and gathers in one process must
+    not run on it: before, they saw ``dist.is_initialized()`` and sent rank 0's objects there."""
+    dist.init_process_group(backend="cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert D.broadcast_result(lambda: 3) == 3
+        assert D.gather_results(lambda: 4) == [4]
+        D.barrier()
+        assert D.side_group() is None and D.rank() == 0 and not D.joined()
+    finally:
+        dist.destroy_process_group()
+
+
 def test_every_collective_of_a_step_reaches_a_backend_that_serves_it(tiny_model, rollouts, tmp_path):
     """One FSDP2 update, its checkpoint and the loop's waits, every collective recorded: on a GPU
     (the default group ``backend_spec('cuda')``, the others gloo) each would reach a backend
@@ -88,7 +102,7 @@ def test_every_collective_of_a_step_reaches_a_backend_that_serves_it(tiny_model,
             D.broadcast_result(lambda: 1.0)
             D.gather_results(lambda: 0)
     finally:
-        D._destroy_group()
+        D.leave()
     seen = rec.seen
     assert {(c.op, c.group) for c in seen} >= {
         ("c10d.allreduce_.default", "default"),  # micro-batch counts, metric sums
@@ -152,6 +166,16 @@ def test_bf16_compute_moves_float32_master_weights_at_lr_1e_6(tiny_model, rollou
     assert moved / total > 0.9, f"{moved / total:.1%} of the master weights moved"
     state = trainer.optimizer.state_dict()["state"][0]
     assert state["exp_avg"].dtype == state["exp_avg_sq"].dtype == torch.float32
+
+
+def test_no_gradient_is_held_after_an_update(tiny_model, rollouts):
+    """Between updates (while vLLM samples the next batch) the trainer holds its weights and
+    AdamW's moments only: the gradients (4 bytes a parameter) were kept until the next
+    mini-batch's zero_grad."""
+    trainer = Trainer(str(tiny_model), resolve("microcoder-grpo", {"truncation": "none", "mini_batch_size": 2}))
+    assert trainer.train_on_batch(rollouts, verdicts(rollouts))["updates"] == 2
+    assert [n for n, p in trainer.model.named_parameters() if p.grad is not None] == []
+    assert len(trainer.optimizer.state) == len(trainer.params), "the moments are kept"
 
 
 # ------------------------------------------------------------------ 3. chunked log-probs, checkpointing
@@ -386,7 +410,7 @@ def test_a_lora_hand_over_gathers_the_adapter_alone(tiny_model, tmp_path):
             gathered = dict(trainer._full_weights)
             trainer.save_weights(tmp_path)
     finally:
-        D._destroy_group()
+        D.leave()
     trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
     assert set(gathered) == trainable and all("lora_" in n for n in gathered)
     assert len(load_file(tmp_path / "adapter_model.safetensors")) == len(trainable)

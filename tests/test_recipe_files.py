@@ -255,9 +255,10 @@ def test_each_recipe_states_its_preset_and_resolves_to_it(algo):
     assert {k: raw["train"][k] for k in PRESETS[algo]} == PRESETS[algo], "each preset value, stated"
     sizes = {k: v for k, v in raw["train"].items() if k not in PRESETS[algo] and k != "algo"}
     cfg = build(merge(read_recipe(path), {"model": "M", "problems": "P", "run_dir": "R"})).validate()
-    assert cfg.train == resolve(algo, {**sizes, "max_tokens": raw["sampling"]["max_tokens"]})
+    settled = {"vllm_sampling": cfg.engine == "vllm" and not cfg.off_policy}  # the loop settles dtype, IS cap
+    assert cfg.train == resolve(algo, {**sizes, "max_tokens": raw["sampling"]["max_tokens"]}).settle(**settled)
     without_preset = TrainConfig(**raw["train"], max_tokens=raw["sampling"]["max_tokens"]).validate()
-    assert cfg.train == without_preset
+    assert cfg.train == without_preset.settle(**settled)
 
 
 def test_the_smoke_overlay_sets_sizes_only():
@@ -307,7 +308,7 @@ def test_every_loop_option_default_is_its_field_s(tmp_path):
     """No option of `mcoder loop` carries a default of its own: given nothing, each setting is
     its field's default (the preset's for the training objective and the temperature)."""
     cfg = cfg_of(*BASE, "--steps", "1")
-    assert cfg.train == resolve("microcoder-grpo", {"max_tokens": cfg.sampling.max_tokens})
+    assert cfg.train == resolve("microcoder-grpo", {"max_tokens": cfg.sampling.max_tokens}).settle()
     assert cfg.judge == JudgeConfig()
     defaults = LoopConfig(model="M", problems=Path("P.jsonl"), run_dir=Path("RUN"), steps=1)
     assert {f.name: getattr(cfg, f.name) for f in dataclasses.fields(LoopConfig) if f.name not in ("train", "sampling", "judge")} == {

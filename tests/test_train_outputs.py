@@ -171,9 +171,9 @@ def test_a_running_loop_holds_its_run_folder(tiny_model, tmp_path):
 
 def test_rerunning_a_finished_loop_says_there_is_nothing_to_do(tiny_model, tmp_path):
     run = tmp_path / "run"
-    r = CliRunner().invoke(app, [*_loop_args(tiny_model, run, 1), "--unsafe-no-sandbox"])
+    r = CliRunner().invoke(app, _loop_args(tiny_model, run, 1))  # the default sandboxed judge
     assert r.exit_code == 0, r.output
-    again = CliRunner().invoke(app, [*_loop_args(tiny_model, run, 1), "--unsafe-no-sandbox"])
+    again = CliRunner().invoke(app, _loop_args(tiny_model, run, 1))
     assert again.exit_code == 0 and "nothing to do" in again.stderr and "steps 2..1" not in again.stderr
     assert again.stdout.strip().endswith(str(run / "checkpoint"))
     assert json.loads((run / "checkpoint" / "trainer" / "trainer_state.json").read_text())["loop_step"] == 1

@@ -72,7 +72,7 @@ def test_loop_with_vllm_engine_publishes_an_adapter_per_step(tiny_model, tmp_pat
     run = tmp_path / "run"
     run_loop(LoopConfig(model=str(tiny_model), problems=src, run_dir=run, steps=2, train_batch_size=2, engine="vllm",
                         train=cfg, sampling=SamplingConfig(n=2, max_tokens=8, temperature="1.0"),
-                        judge=JudgeConfig(workers=1, unsafe_no_sandbox=True)))  # fmt: skip
+                        judge=JudgeConfig(workers=1)))  # fmt: skip  (the sandboxed judge, as users run it)
     assert sorted(p.name for p in (run / "adapters").iterdir()) == ["step_0001", "step_0002"]
     step2 = [json.loads(x) for x in (run / "step_0002" / "rollouts.jsonl").read_text().splitlines()]
     assert {r["policy_version"] for r in step2} == {1}, "step 2 sampled from the policy after update 1"

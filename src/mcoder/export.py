@@ -8,6 +8,10 @@ with no LoRA support needed.
     CKPT/trainer/          optimizer, step and resolved config: what only training reads
     DIR/ (export)          weights (merged, or the adapter as it is), tokenizer, README.md
 
+A checkpoint that torchrun saved mid-run holds no weights files, only its shards of the
+trained weights (CKPT/trainer/dcp/): the export loads its base model, puts the shards in, and
+writes whole Hugging Face weights.
+
 The model card (README.md) is written by ``mcoder.train.card``, for checkpoints and exports alike.
 """
 
@@ -47,7 +51,7 @@ def export_checkpoint(job: ExportJob) -> Path:
     """Copy (or merge) the policy of ``job.checkpoint`` into ``job.out``, with its model card."""
     from mcoder.models import check_model_dir
     from mcoder.outputs import claim_output, naming_output, temp_folder
-    from mcoder.train.trainer import CONFIG_FILE, read_state, state_dir
+    from mcoder.train.trainer import CONFIG_FILE, read_state, state_dir, weights_folder
 
     ckpt = Path(job.checkpoint)
     state = read_state(ckpt)
@@ -56,7 +60,8 @@ def export_checkpoint(job: ExportJob) -> Path:
             f"{ckpt} is not a checkpoint written by `mcoder train` (no trainer/trainer_state.json)",
             hint="pass the --out folder of `mcoder train`, or RUN/checkpoint of a --loop run",
         )
-    folder = check_model_dir(ckpt, flag="CHECKPOINT")
+    sharded = weights_folder(ckpt) != str(ckpt)  # a mid-run torchrun save: no weights files
+    folder = check_model_dir(weights_folder(ckpt), flag="CHECKPOINT")
     if job.merge_lora and folder.adapter is None:
         raise UsageError(
             f"{ckpt} holds full weights, not a LoRA adapter: there is nothing to merge",
@@ -88,6 +93,10 @@ def export_checkpoint(job: ExportJob) -> Path:
                 if job.merge_lora:
                     _merge(folder, settings.get("dtype", "float32"), tmp)
                     weights = f"LoRA adapter (rank {settings.get('lora_rank', '?')}) merged into the base weights"
+                elif sharded:
+                    _copy_model_files(ckpt, tmp)  # config and tokenizer; the weights next
+                    _write_sharded(ckpt, settings, tmp)
+                    weights = None
                 else:
                     _copy_model_files(ckpt, tmp)
                     weights = None
@@ -109,6 +118,18 @@ def _copy_model_files(ckpt: Path, dest: Path) -> None:
             shutil.copytree(entry, dest / entry.name)
         else:
             shutil.copy2(entry, dest / entry.name)
+
+
+def _write_sharded(ckpt: Path, settings: dict, dest: Path) -> None:
+    """The base model with the checkpoint's trained weights in it (one process), saved whole."""
+    from mcoder.config import from_dict
+    from mcoder.train.config import TrainConfig
+    from mcoder.train.models import load_policy
+    from mcoder.train.trainer import load_sharded_weights, weights_folder
+
+    model = load_policy(weights_folder(ckpt), from_dict(TrainConfig, settings))
+    load_sharded_weights(model, ckpt)
+    model.save_pretrained(dest)
 
 
 def _merge(folder, dtype: str, dest: Path) -> None:

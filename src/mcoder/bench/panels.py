@@ -34,7 +34,8 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("length", "Response length (tokens)", ("length/mean", "length/max")),
     ("truncation", "Truncated share and masked outputs", ("truncated_rate", "masked_*")),
     ("diversity", "Diversity and sampling temperature", ("diversity/*", "temperature")),
-    ("clip", "Clip fractions and importance ratio", ("clip/low", "clip/high", "ratio/mean")),
+    # is/*: the sampler/trainer mismatch and its truncated importance weights (on with vLLM)
+    ("clip", "Clip fractions and importance ratio", ("clip/low", "clip/high", "ratio/mean", "is/*")),
     ("entropy_kl", "Entropy and k3 KL (to the reference; to the old policy if beta = 0)", ("entropy", "kl")),
     ("optim", "Loss, gradient norm and learning rate", ("loss", "grad_norm", "lr")),
     ("throughput", "Throughput and stage times", ("tokens_per_s", "time/*")),

@@ -32,14 +32,23 @@ class HFEngine:
 
     ``batch_size`` is the number of rows (prompt x sample) decoded together.
     ``top_k`` 0 and ``top_p`` 1.0 mean off (plain temperature sampling).
+    ``autocast``: a dtype the forwards run in under autocast (weights kept in another).
     """
 
     name = "hf"
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, batch_size: int = 32, top_k: int = 0, top_p: float = 1.0
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int = 32,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        autocast: torch.dtype | None = None,
     ):
         self.model = model
+        self.autocast = autocast  # forwards under autocast to this dtype (float32 weights sampled in bf16)
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.top_k = top_k
@@ -78,7 +87,7 @@ class HFEngine:
         rows = [(p, derive_seed(s, j)) for p, s in zip(prompt_ids, seeds) for j in range(n)]
         samples: list[Generation] = []
         done = 0  # groups handed out
-        with _inference(self.model):
+        with _inference(self.model, self.autocast):
             for start in range(0, len(rows), self.batch_size):
                 chunk = rows[start : start + self.batch_size]
                 samples.extend(self._generate_rows(chunk, max_tokens, temperature))
@@ -130,7 +139,7 @@ class HFEngine:
         the next query. Within float rounding, each value is what one unpadded forward pass of
         the context alone gives."""
         out: list[list[list[float]]] = [[[] for _ in g] for g in groups]
-        with _inference(self.model):
+        with _inference(self.model, self.autocast):
             for start in range(0, len(groups), self.batch_size):
                 chunk = groups[start : start + self.batch_size]
                 got = self._group_logprobs(chunk)
@@ -260,11 +269,12 @@ def _common_prefix(rows: list[list[int]]) -> list[int]:
 
 
 @contextlib.contextmanager
-def _inference(model: Any) -> Iterator[None]:
+def _inference(model: Any, autocast: torch.dtype | None = None) -> Iterator[None]:
     was_training = model.training
     model.eval()
+    cast = autocast is not None and autocast != torch.float32
     try:
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast(model_device(model).type, dtype=autocast, enabled=cast):
             yield
     finally:
         model.train(was_training)

@@ -33,7 +33,7 @@ _START_TIMEOUT_S = 60.0  # a worker that is not ready by then is killed and repl
 # The string-hash seed of every worker, and so of every candidate forked from one: a program's
 # set and dict order of strings (its output, when it prints one) is the same in every run and on
 # every machine, so the same program gets the same verdict. Python reads it only at start-up.
-CANDIDATE_HASH_SEED = "0"
+CANDIDATE_HASH_SEED = sandbox.WORKER_ENV["PYTHONHASHSEED"]
 
 
 class WorkerDied(Exception):
@@ -113,12 +113,10 @@ class Worker:
         setup["fd_socket"] = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
-                # -I would ignore PYTHONHASHSEED with every other PYTHON* variable: the environment
-                # is given whole here instead, and -s -P keep the rest of isolated mode
-                [sys.executable, "-s", "-P", "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+                [sys.executable, *sandbox.WORKER_FLAGS, "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": CANDIDATE_HASH_SEED},
+                env=dict(sandbox.WORKER_ENV),
                 cwd=self.base,
                 close_fds=True,
                 pass_fds=[theirs.fileno()],

@@ -25,13 +25,13 @@ Engine = Literal["hf", "vllm"]
 
 # Settings a resumed run may change: they decide how long or how fast, never what is computed.
 RESUMABLE_CHANGES = frozenset(
-    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "report_to", "judge_url"}
+    {"steps", "save_every", "workers", "tensor_parallel_size", "vllm_sleep", "vllm_gpu_memory", "report_to", "judge_url"}
 )
 
 
 @ranges(
-    steps=">= 1", train_batch_size=">= 1", save_every=">= 1", max_resample_rounds=">= 0",
-    tensor_parallel_size=">= 1", off_policy="[0, 1]",
+    steps=">= 1", train_batch_size=">= 1", save_every=">= 0", max_resample_rounds=">= 0",
+    tensor_parallel_size=">= 1", vllm_gpu_memory="(0, 1]", off_policy="[0, 1]",
 )  # fmt: skip
 @dataclass
 class LoopConfig:
@@ -47,8 +47,8 @@ class LoopConfig:
     """Rollout -> judge -> update steps to run (a finished run may be extended)."""
     train_batch_size: int = 4
     """Problems sampled per step."""
-    save_every: int = 1
-    """Save a checkpoint every this many steps (and at the end)."""
+    save_every: int | None = None
+    """Save a checkpoint every this many steps (and at the end); None: every step while a checkpoint (12 bytes a trainable parameter) is under 2 GB, else every 10; 0: never (a run that cannot be resumed: measurements)."""
     max_resample_rounds: int = 3
     """With dynamic sampling: how many extra sampling rounds may be taken to fill a batch."""
     engine: Engine = "hf"
@@ -57,6 +57,8 @@ class LoopConfig:
     """vllm: GPUs each rollout engine's model copy is split over (LoRA only: full weights go to one GPU's engine per process)."""
     vllm_sleep: bool = True
     """vllm on a GPU: the engine frees its memory while the trainer updates (no effect on a CPU)."""
+    vllm_gpu_memory: float | None = None
+    """vllm on a GPU: the share of it the engine takes for its weights and KV cache (0-1); None: measured when it starts, what is free less what the trainer holds while it samples (weights, AdamW's moments)."""
     off_policy: int = 0
     """Steps the sampling policy may trail the trained one: 1 samples step k+1 while step k trains (π_old: the recorded sampling log-probs)."""
     judge_url: tuple[str, ...] = ()
@@ -73,6 +75,8 @@ class LoopConfig:
         # L_max of the update is the limit the rollouts were sampled with, not their longest one:
         # the overlong penalty and the constant loss normaliser depend on it.
         self.train.max_tokens = self.sampling.max_tokens
+        # bf16 compute on a GPU; IS correction when vLLM samples on-policy (off-policy, π_old is the sampler's)
+        self.train.settle(vllm_sampling=self.engine == "vllm" and not self.off_policy)
         self.train.validate()
         if self.engine == "vllm" and self.train.lora_rank <= 0:
             self._check_full_vllm()

@@ -68,7 +68,14 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
     from mcoder.loop.temperature import temperature_by_step
-    from mcoder.train.distributed import barrier, broadcast_result, make_trainer, side_group, world_size
+    from mcoder.train.distributed import (
+        barrier,
+        broadcast_result,
+        gather_results,
+        make_trainer,
+        side_group,
+        world_size,
+    )
 
     tcfg = cfg.train
 
@@ -81,7 +88,11 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         return run.checkpoint
     start = str(run.checkpoint) if state else cfg.model
     trainer = make_trainer(start, tcfg)  # FSDP2 across ranks under torchrun
-    sampler = make_sampler(cfg, start, trainer, run.adapters)
+    # the engines start from a folder of weights: a sharded checkpoint saved mid-run has none (its
+    # base model's, then a sync before the first rollout brings them to the policy)
+    sampler = make_sampler(cfg, trainer.source, trainer, run.adapters)
+    stale_engine = trainer.source != start
+    save_every = default_save_every(trainer) if cfg.save_every is None else cfg.save_every
 
     # -------- derived sizes, printed before anything runs
     updates = -(-cfg.train_batch_size // tcfg.mini_batch_size)
@@ -90,7 +101,8 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         f"{cfg.train_batch_size} problems x G={cfg.sampling.n} = {cfg.train_batch_size * cfg.sampling.n} "
         f"samples/step | L_max {cfg.sampling.max_tokens} | {updates} optimizer steps/step (mini-batch "
         f"{tcfg.mini_batch_size} groups, micro-batch {tcfg.micro_batch_size} seqs) | algo {tcfg.algo} | "
-        f"trainable params {sum(p.numel() for p in trainer.params):,}"
+        f"trainable params {sum(p.numel() for p in trainer.params):,} | {tcfg.dtype} compute | "
+        + (f"checkpoint every {save_every} step(s)" if save_every else "no checkpoint (--save-every 0)")
     )
     if state:
         info(f"resuming after step {state['loop_step']} (optimizer step {trainer.step})")
@@ -103,19 +115,10 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
         ThreadPoolExecutor(1, thread_name_prefix="sample-ahead") as sampling,
     ):
         # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in
-        # stages (the probe judged by this judge for the pass-rate guard)
-        temperature = None
-        if main:
-            temperature = temperature_by_step(
-                cfg.sampling,
-                tcfg.seed,
-                run.temperature,
-                sampler.engine,
-                trainer.tokenizer,
-                problems,
-                first_step,
-                judge,
-            )
+        # stages (the probe dealt over the ranks, each judging its share for the pass-rate guard)
+        temperature = temperature_by_step(
+            cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step, judge
+        )
         try:
             for step in range(first_step, cfg.steps + 1):
                 # 1-2. rollout and judge (every rank its share of the groups)
@@ -123,19 +126,20 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
                 if ahead is not None:  # sampled from the policy before the last update, while that update ran
                     rollouts, verdicts, timing = ahead.result()
                     timing["time/sample_wait"] = time.perf_counter() - step_t0
-                if step > first_step:
+                if step > first_step or stale_engine:
                     t0 = time.perf_counter()
                     sampler.sync()  # the sampling copy starts from the policy's own folder: no sync before the first
                     sync_s += time.perf_counter() - t0
+                    stale_engine = False
                 if ahead is None:  # on-policy: from the policy as it is now
-                    # T: measured by rank 0 at a stage's start
-                    T = broadcast_result(lambda step=step: temperature(step))
+                    # T: measured at a stage's start by every rank (its share of the probe); rank 0's
+                    T = gather_results(lambda step=step: temperature(step))[0]
                     rollouts, verdicts, timing = sample_and_judge(
                         cfg, step, problems, sampler, judge, trainer, T, trainer.policy_version
                     )
                 ahead = None
                 if cfg.off_policy and step < cfg.steps:
-                    T = broadcast_result(lambda step=step: temperature(step + 1))
+                    T = gather_results(lambda step=step: temperature(step + 1))[0]
                     version = trainer.policy_version  # the engine's policy: this step's update has not run
                     args = (cfg, step + 1, problems, sampler, judge, trainer, T, version, side)
                     ahead = sampling.submit(sample_and_judge, *args)
@@ -168,10 +172,10 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
                     run.append_metrics(metrics)
                     info(_progress_line(step, cfg.steps, metrics))
 
-                # 4. checkpoint (atomic; under torchrun gathered by all ranks, written by rank 0):
-                # a kill after this line resumes at the next step
-                if step % cfg.save_every == 0 or step == cfg.steps:
-                    trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step))
+                # 4. checkpoint (atomic; under torchrun each rank writes its shards, in the background,
+                # and whole weights only at the end): a kill once it is in place resumes at the next step
+                if save_every and (step % save_every == 0 or step == cfg.steps):
+                    trainer.save(run.checkpoint, extra_state=run.checkpoint_state(step), final=step == cfg.steps)
                 t0 = time.perf_counter()
                 sampler.after_step(step)  # LoRA: the adapter is written and handed over here
                 sync_s = time.perf_counter() - t0
@@ -181,9 +185,22 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
             judge.abort()
             sampling.shutdown(wait=False, cancel_futures=True)
             raise
+    trainer.wait_for_saves()
     barrier()
     emit(str(run.checkpoint))
     return run.checkpoint
+
+
+# --save-every not given: every step while a checkpoint is small, else every SAVE_EVERY_LARGE steps.
+# A checkpoint holds 12 bytes a trainable parameter (float32 weights and AdamW's two moments): at
+# Qwen3-1.7B 21 GB, minutes of writing a step; the steps after a checkpoint are redone on a resume.
+SMALL_CHECKPOINT_BYTES = 2e9
+SAVE_EVERY_LARGE = 10
+
+
+def default_save_every(trainer) -> int:
+    trainable = sum(p.numel() for p in trainer.params)  # (a sharded parameter counts whole)
+    return 1 if 12 * trainable <= SMALL_CHECKPOINT_BYTES else SAVE_EVERY_LARGE
 
 
 def load_problems(path: Path) -> list[Problem]:

@@ -37,7 +37,10 @@ from typing import Any, Protocol
 from mcoder.train.distributed import FSDPTrainer, barrier, is_main, world_size
 
 KEEP_ADAPTERS = 2  # the engine may still read the previous folder while the next is written
-VLLM_GPU_MEMORY = 0.35  # share of the GPU for vLLM's weights and KV cache beside the trainer (an estimate)
+# What the trainer's process keeps free beside vLLM on its GPU (CUDA context, allocator slack)
+# when vLLM's share is measured (``vllm_memory_share``).
+VLLM_MEMORY_MARGIN = 4 * 2**30
+VLLM_MEMORY_MAX = 0.9  # vLLM's own default share: never more
 
 
 class Sampler(Protocol):
@@ -66,7 +69,8 @@ class LivePolicy:
     def __init__(self, trainer):
         from mcoder.engines.hf_engine import HFEngine
 
-        self.engine = HFEngine(trainer.model, trainer.tokenizer)
+        # the float32 masters, sampled in the compute dtype (autocast, as the update's forwards)
+        self.engine = HFEngine(trainer.model, trainer.tokenizer, autocast=trainer.compute_dtype)
 
     def sync(self) -> None:
         pass
@@ -107,7 +111,9 @@ class SyncedCopy:
 class VLLMAdapter:
     def __init__(self, cfg, start: str, trainer, adapters: Path):
         self.trainer, self.folder = trainer, Path(adapters)
-        self.engine = vllm_engine(start, cfg.train, cfg.tensor_parallel_size, sleep=cfg.vllm_sleep)
+        self.engine = vllm_engine(
+            start, cfg.train, cfg.tensor_parallel_size, gpu_memory=gpu_share(cfg, trainer), sleep=cfg.vllm_sleep
+        )
 
     def sync(self) -> None:
         pass  # the adapter folder is handed over in after_step
@@ -124,8 +130,9 @@ class VLLMFull:
         self.trainer = trainer
         alone = world_size() == 1
         self.engine = vllm_engine(
-            start, cfg.train, in_process=alone, weight_sync=not alone, sleep=cfg.vllm_sleep
-        )
+            start, cfg.train, gpu_memory=gpu_share(cfg, trainer), in_process=alone, weight_sync=not alone,
+            sleep=cfg.vllm_sleep,
+        )  # fmt: skip
 
     def sync(self) -> None:
         """Stream the policy's weights into this rank's engine (every rank: the gathers are
@@ -156,17 +163,48 @@ def policy_weights(trainer, dtype: str | None = None) -> Iterator[tuple[str, Any
             yield name, (t if cast is None else t.to(cast))
 
 
+def gpu_share(cfg, trainer) -> float | None:
+    """vLLM's share of the GPU: --vllm-gpu-memory, else measured (``vllm_memory_share``); None
+    on a CPU (the engine's own setting there)."""
+    if cfg.vllm_gpu_memory is not None:
+        return cfg.vllm_gpu_memory
+    return vllm_memory_share(trainer) if _has_cuda() else None
+
+
+def vllm_memory_share(trainer, margin: float = VLLM_MEMORY_MARGIN) -> float:
+    """The share of this GPU vLLM may take for its weights and KV cache, measured as the engine
+    starts (the policy loaded, no step taken yet): what is free now, less what the trainer will
+    hold beside the engine while it samples (AdamW's two float32 moments of this rank's trainable
+    parameters; gradients are freed after each step, and during the update itself vLLM sleeps),
+    less ``margin``; at most VLLM_MEMORY_MAX."""
+    import torch
+
+    from mcoder.errors import EnvironmentMissing
+
+    free, total = torch.cuda.mem_get_info()
+    moments = 8 * sum(getattr(p, "to_local", lambda p=p: p)().numel() for p in trainer.params)
+    share = (free - moments - margin) / total
+    if share < 0.05:
+        raise EnvironmentMissing(
+            f"the trainer leaves vLLM {max(share, 0.0):.0%} of the GPU ({free / 2**30:.1f} GiB free, "
+            f"{moments / 2**30:.1f} GiB for AdamW's moments to come), too little to measure --vllm-gpu-memory by",
+            hint="train under torchrun over more GPUs (FSDP2 shards the moments), with LoRA (--lora-rank R), "
+            "or give --vllm-gpu-memory yourself",
+        )
+    return min(share, VLLM_MEMORY_MAX)
+
+
 def engine_dtype(train_cfg) -> str:
     """The vLLM engine's dtype: bfloat16 on a GPU whatever the trainer's (flash attention, half
     the KV cache, and vLLM's LoRA kernels take no float32); the trainer's compute dtype on a CPU."""
-    return "bfloat16" if _has_cuda() else train_cfg.dtype
+    return "bfloat16" if _has_cuda() else ("float32" if train_cfg.dtype == "auto" else train_cfg.dtype)
 
 
 def vllm_engine(
     start: str,
     train_cfg,
     tensor_parallel_size: int = 1,
-    gpu_memory: float = VLLM_GPU_MEMORY,
+    gpu_memory: float | None = None,
     *,
     in_process: bool = False,
     weight_sync: bool = False,
@@ -175,7 +213,8 @@ def vllm_engine(
     """A vLLM engine on ``start``: for LoRA (``train_cfg.lora_rank`` > 0) the base model with LoRA
     enabled, on the adapter of ``start`` if it is one; for full fine-tuning ``in_process`` or
     with ``weight_sync`` (in a process of its own) so that ``load_weights`` can replace its
-    weights. ``sleep``: vLLM's sleep mode, on a GPU only."""
+    weights. ``gpu_memory``: its share of the GPU (vLLM's own default when None). ``sleep``: vLLM's
+    sleep mode, on a GPU only."""
     from mcoder.engines.factory import make_engine
 
     adapter_cfg = Path(start) / "adapter_config.json"
@@ -187,7 +226,7 @@ def vllm_engine(
         "seed": train_cfg.seed,
         "dtype": engine_dtype(train_cfg),
     }
-    if _has_cuda():
+    if _has_cuda() and gpu_memory is not None:
         # the trainer shares the GPU (rank 0's, under torchrun): vLLM must not take 90% of it
         kwargs["gpu_memory_utilization"] = gpu_memory
     if tensor_parallel_size > 1:

@@ -24,14 +24,28 @@ def temperature_by_step(
     judge=None,
 ) -> Callable[[int], float]:
     """step -> T. A schedule 'T@STEP,...' counts its stages from step 0 = the loop's step 1.
-    ``judge`` judges the diversity probe of ``auto`` (pass rates recorded; the pass-rate guard)."""
+    ``judge`` judges the diversity probe of ``auto`` (pass rates recorded; the pass-rate guard).
+    Every rank calls this, and the step -> T function, at the same steps: under torchrun the
+    probe's problems are dealt over the ranks (each samples and judges its share with its own
+    engine); rank 0 writes the record."""
+    from mcoder.train.distributed import is_main
+
     spec = sampling.spec
     if spec.auto:
         return DiversityStages(sampling, seed, record, engine, tokenizer, problems, first_step, judge)
     if spec.schedule is not None:
         return lambda step: spec.schedule.at(step - 1)
-    record.write_text(json.dumps({"temperature": spec.fixed}))
+    if is_main():
+        record.write_text(json.dumps({"temperature": spec.fixed}))
     return lambda step: spec.fixed
+
+
+def deal_over_ranks(fn, problems: list[Problem]) -> list:
+    """``fn`` on this rank's round-robin share of ``problems``; every rank's result, in rank
+    order, on every rank (one process: ``[fn(problems)]``)."""
+    from mcoder.train.distributed import gather_results, rank, world_size
+
+    return gather_results(lambda: fn(problems[rank() :: world_size()]))
 
 
 class DiversityStages:
@@ -88,7 +102,7 @@ class DiversityStages:
     def _measure(self, step: int) -> None:
         s = self.sampling
         choice, table = s.choose_temperature(
-            self.engine, self.tokenizer, self.probe, seed=self.seed + step, judge=self.judge
+            self.engine, self.tokenizer, self.probe, seed=self.seed + step, judge=self.judge, spread=deal_over_ranks
         )
         chosen = choice.temperature
         self.stages = [x for x in self.stages if x["from_step"] < step]
@@ -104,9 +118,12 @@ class DiversityStages:
             "table": table,
             **choice.to_json(),
         }
-        tmp = self.record.with_name(self.record.name + ".part")
-        tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
-        tmp.replace(self.record)
+        from mcoder.train.distributed import is_main
+
+        if is_main():
+            tmp = self.record.with_name(self.record.name + ".part")
+            tmp.write_text(json.dumps({**latest, "stage_steps": self.every, "stages": self.stages}, indent=2))
+            tmp.replace(self.record)
         rates = choice.pass_rates or [None] * len(table)
         spreads = choice.spreads or [None] * len(table)
         info(

@@ -98,11 +98,12 @@ class SamplingConfig:
             return self.probe_problems
         return SPREAD_PROBE_PROBLEMS if self.temperature_rule == "spread" else 8
 
-    def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None):
+    def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None, spread=None):
         """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
         temperature, and T read off by this config's rule; with a ``judge`` the probe is judged
         too (its pass rates and reward spreads recorded in the choice; the spread rule needs
-        them) and ``pass_guard`` > 0 caps T."""
+        them) and ``pass_guard`` > 0 caps T. ``spread``: how the probe is dealt out
+        (``temperature.probe_temperatures``)."""
         from mcoder.rollout.temperature import choose_temperature, probe_temperatures
 
         table, rates, spreads = probe_temperatures(
@@ -115,6 +116,7 @@ class SamplingConfig:
             seed=seed,
             measure=self.diversity_measure,
             judge=judge,
+            spread=spread,
         )
         choice = choose_temperature(
             table,

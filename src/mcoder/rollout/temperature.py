@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from statistics import fmean
 from typing import Any, Literal, Self
@@ -277,12 +277,15 @@ def probe_temperatures(
     seed: int,
     measure: str = "lexical",
     judge: Any = None,
+    spread: Spread | None = None,
 ) -> tuple[list[tuple[float, float]], list[float] | None, list[float] | None]:
     """([(T, D(T))], pass rates, reward spreads): the probe problems sampled n times at each
     candidate, coolest first, every candidate from the same seed (so neighbouring temperatures
     differ by temperature, not by luck); with a ``judge`` (mcoder.judge.core.Judge, problems with
     tests) each candidate's samples are also judged, and its pass rate and mean within-group
-    reward std (``reward_spread``) returned (both None without a judge)."""
+    reward std (``reward_spread``) returned (both None without a judge). ``spread`` deals the
+    problems out (the loop's ranks each sample and judge theirs: a problem's samples depend on the
+    seed and the problem alone) and returns every part's result; by default one part, here."""
     from mcoder.rollout.sample import make_rollouts
 
     if measure not in MEASURES:
@@ -291,22 +294,24 @@ def probe_temperatures(
         raise UsageError("no candidate temperatures", hint="pass e.g. --temperature-candidates 0.6,0.8,1.0")
     if n < 2:
         raise UsageError("diversity needs at least 2 samples per problem", hint="pass --n 2 or more")
+    spread = spread or _here
     rows, rates, spreads = [], [], []
     by_id = {p.id: p for p in problems}
+    order = {p.id: i for i, p in enumerate(problems)}
     for t in sorted(candidates):
-        rollouts = make_rollouts(
-            problems,
-            engine,
-            tokenizer,
-            n=n,
-            max_tokens=max_tokens,
-            temperature=t,
-            seed=seed,
-            model_name="probe",
-        )
+
+        def probe(part: list[Problem], t: float = t) -> tuple[list, list]:
+            rollouts = make_rollouts(
+                part, engine, tokenizer, n=n, max_tokens=max_tokens, temperature=t, seed=seed, model_name="probe"
+            )
+            return rollouts, (judge.judge(by_id, rollouts) if judge is not None and rollouts else [])
+
+        parts = spread(probe, list(problems))
+        rollouts = sorted((r for part, _ in parts for r in part), key=lambda r: (order[r.problem_id], r.sample_index))
         rows.append((t, measure_diversity(rollouts, measure)))
         if judge is not None:
-            verdicts = judge.judge(by_id, rollouts)
+            verdict_of = {v.rollout_id: v for _, part in parts for v in part}
+            verdicts = [verdict_of[r.id] for r in rollouts]
             rates.append(sum(v.passed for v in verdicts) / max(len(verdicts), 1))
             groups: dict[str, list[float]] = {}
             for v in verdicts:
@@ -315,6 +320,15 @@ def probe_temperatures(
     if judge is None:
         return rows, None, None
     return rows, rates, spreads
+
+
+# How a probe's problems are dealt out: spread(fn, problems) -> [fn(part) for each part], every
+# part's result (the loop's: each rank its round-robin share, gathered on every rank).
+Spread = Callable[[Callable[[list[Problem]], Any], list[Problem]], list[Any]]
+
+
+def _here(fn: Callable[[list[Problem]], Any], problems: list[Problem]) -> list[Any]:
+    return [fn(problems)]
 
 
 def select_temperature(

@@ -26,10 +26,13 @@ TruncationMode = Literal["none", "all", "conditional"]
 NonIncorrect = Literal["accepted_or_unfinished", "accepted_or_cut_off", "accepted", "accepted_or_no_code"]
 TruncatedReward = Literal["verdict", "zero"]
 MaskMode = Literal["zero_advantage", "drop"]
-Dtype = Literal["float32", "bfloat16"]
+Dtype = Literal["auto", "float32", "bfloat16"]
 Checkpointing = Literal["auto", "on", "off"]
 ReportTo = Literal["tensorboard", "wandb", "none"]
 ALGOS: tuple[str, ...] = get_args(Algo)
+# The truncated importance-sampling cap C on by default when vLLM samples (TRL's TIS default, from
+# "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training").
+VLLM_IMPORTANCE_SAMPLING_CAP = 2.0
 # Knobs of how a run executes that leave its result as it is: not part of an output's settings.
 RUNTIME_ONLY = frozenset({"report_to", "dist_timeout_s", "activation_checkpointing", "logprob_chunk_tokens"})
 
@@ -105,8 +108,8 @@ class TrainConfig:
     """T > 0: micro-batches by tokens instead of --micro-batch-size: samples sorted by length, packed up to T padded tokens each (prompt + completion)."""
     recompute_old_logprobs: bool = False
     """Compute π_old with the model before the first update instead of reading the rollouts' sampling_logprobs."""
-    importance_sampling_cap: float = 0.0
-    """C > 0: truncated importance sampling for the sampler/trainer mismatch (as TRL): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off."""
+    importance_sampling_cap: float | None = None
+    """C > 0: truncated importance sampling for the sampler/trainer mismatch (as TRL): π_old is recomputed by the trainer and each token's surrogate is weighted by min(π_old / π_sampler, C); 0 turns it off. None: 2.0 with the loop's vLLM engine (on by default there, as TRL), 0 otherwise."""
     shuffle: bool = True
     """Shuffle prompt groups (seeded) before splitting them into mini-batches."""
     seed: int = 0
@@ -121,8 +124,8 @@ class TrainConfig:
     """LoRA dropout."""
     lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
     """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
-    dtype: Dtype = "float32"
-    """Compute dtype: float32, or bfloat16 (forward and backward in bf16; master weights, optimizer moments and the gradient reduction stay float32)."""
+    dtype: Dtype = "auto"
+    """Compute dtype: float32, or bfloat16 (forward and backward in bf16; master weights, optimizer moments and the gradient reduction stay float32, matmuls of what stays float32 may use TF32); auto: bfloat16 when training on a GPU, float32 on a CPU."""
     device: str = "auto"
     """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
     activation_checkpointing: Checkpointing = "auto"
@@ -141,6 +144,20 @@ class TrainConfig:
         check_ranges(self)  # again: a field may have been set after construction (the loop's max_tokens)
         if "none" in self.report_to and len(set(self.report_to)) > 1:
             raise UsageError("--report-to none goes alone", hint="name the loggers, or none")
+        return self
+
+    def settle(self, vllm_sampling: bool = False) -> TrainConfig:
+        """Fill the defaults that depend on where and how the run trains, in place: dtype auto
+        (bfloat16 when ``device`` is a GPU, float32 on a CPU) and importance_sampling_cap None
+        (VLLM_IMPORTANCE_SAMPLING_CAP when ``vllm_sampling``: the loop's vLLM engine samples the
+        batch on-policy; else 0). What a run saves and compares is the settled value; a value
+        already given stays."""
+        if self.dtype == "auto":
+            from mcoder.models import resolve_device
+
+            self.dtype = "bfloat16" if resolve_device(self.device).type == "cuda" else "float32"
+        if self.importance_sampling_cap is None:
+            self.importance_sampling_cap = VLLM_IMPORTANCE_SAMPLING_CAP if vllm_sampling else 0.0
         return self
 
     def to_json(self) -> str:

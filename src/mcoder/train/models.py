@@ -9,7 +9,7 @@ import contextlib
 
 import torch
 
-from mcoder.models import add_lora, check_model_dir, load_model, model_device
+from mcoder.models import add_lora, check_model_dir, load_model, model_device, resolve_dtype
 from mcoder.train import grpo
 from mcoder.train.batching import Batch
 from mcoder.train.config import TrainConfig
@@ -32,10 +32,74 @@ def load_policy(path: str, cfg: TrainConfig, *, dtype: str = MASTER_DTYPE):
             target_modules=cfg.lora_target_modules,
         )
     if dtype == MASTER_DTYPE:  # (a sampling copy, loaded in the compute dtype, is never updated)
-        for p in model.parameters():
-            if p.requires_grad and p.dtype != torch.float32:
-                p.data = p.data.float()  # a trainable weight is a float32 master
+        _float32_masters(model)
     return model
+
+
+def empty_policy(path: str, cfg: TrainConfig, *, dtype: str = MASTER_DTYPE):
+    """``load_policy``'s model (modules, parameter names, shapes, dtypes, which ones train) with
+    no weights: parameters on the meta device, nothing read but the config; buffers computed as
+    the modules make them (rotary frequencies: small, and in no weights file). Under torchrun
+    each rank fills its shards into it (train/distributed.py)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    folder = check_model_dir(path)
+    base_dtype = cfg.dtype if cfg.lora_rank > 0 or folder.adapter is not None else dtype
+    config = AutoConfig.from_pretrained(str(folder.base))
+    with parameters_on_meta():
+        model = AutoModelForCausalLM.from_config(config, dtype=resolve_dtype(base_dtype))
+        if folder.adapter is not None:  # the adapter's own settings, trainable (as load_policy continues it)
+            from peft import PeftConfig, get_peft_model
+
+            adapter = PeftConfig.from_pretrained(str(folder.adapter))
+            adapter.inference_mode = False
+            model = get_peft_model(model, adapter)
+        elif cfg.lora_rank > 0:
+            model = add_lora(
+                model, rank=cfg.lora_rank, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                target_modules=cfg.lora_target_modules,
+            )  # fmt: skip
+    if dtype == MASTER_DTYPE:
+        _float32_masters(model)
+    return model
+
+
+def empty_reference(path: str, policy, cfg: TrainConfig):
+    """``load_reference``'s model with no weights (see ``empty_policy``)."""
+    if cfg.beta == 0.0:
+        return None
+    if hasattr(policy, "disable_adapter"):
+        return policy
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(str(check_model_dir(path).base))
+    with parameters_on_meta():
+        ref = AutoModelForCausalLM.from_config(config, dtype=resolve_dtype(cfg.dtype))
+    return ref.eval().requires_grad_(False)
+
+
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Modules built inside put each parameter on the meta device as it is registered (made
+    uninitialised first, one at a time: untouched memory), and keep their buffers."""
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module, name, param):
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+def _float32_masters(model) -> None:
+    for p in model.parameters():
+        if p.requires_grad and p.dtype != torch.float32:
+            p.data = p.data.float()  # a trainable weight is a float32 master
 
 
 def load_reference(path: str, policy, cfg: TrainConfig):

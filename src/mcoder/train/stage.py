@@ -55,6 +55,7 @@ def train_once(job: TrainJob) -> dict[str, Any]:
     from mcoder.train.distributed import broadcast_result, is_main, setup
 
     setup(job.cfg.dist_timeout_s)  # under torchrun: the process group first, then rank 0 alone claims OUT
+    job.cfg.settle()  # the dtype of this machine's device: what OUT's settings record
     with contextlib.ExitStack() as stack:
         claim = broadcast_result(lambda: _claim(stack, job, claim_output))
         if claim.finished:

@@ -49,6 +49,12 @@ STATE_DIR = "trainer"  # CKPT/trainer/: trainer_state.json, optimizer.pt, train_
 STATE_FILE = "trainer_state.json"
 OPTIM_FILE = "optimizer.pt"
 CONFIG_FILE = "train_config.json"
+# Under torchrun the training state is sharded instead (train/distributed.py): CKPT/trainer/dcp/ is
+# a torch.distributed.checkpoint folder, each rank's part of the trainable weights and AdamW's
+# moments in a file of its own, and CKPT/trainer/scheduler.pt the schedule. A checkpoint saved
+# mid-run that way has no weights files: its weights load from its base model, then from dcp/.
+SHARDED_DIR = "dcp"
+SCHEDULER_FILE = "scheduler.pt"
 
 
 @dataclass
@@ -61,18 +67,19 @@ class Prepared:
 
 class Trainer:
     def __init__(self, model_path: str, cfg: TrainConfig):
-        self.cfg = cfg
+        self.cfg = cfg.settle()  # dtype auto and the IS cap resolved (in place: the caller sees them)
         self.model_path = str(model_path)
         torch.manual_seed(cfg.seed)
-        self.tokenizer = load_tokenizer(self.model_path)
+        self.source = weights_folder(self.model_path)  # the checkpoint, or the base of a sharded one
+        self.tokenizer = load_tokenizer(self.source)
         self.device = resolve_device(cfg.device)
         self.compute_dtype = resolve_dtype(cfg.dtype)  # master weights and moments stay float32
-        self.model = load_policy(self.model_path, cfg).to(self.device)
+        self.model = self.load_policy_model()
         self.model.train()
         if checkpointing_on(cfg, self.device):
             # non-reentrant: gradients reach a LoRA adapter with a frozen embedding before it
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.reference = load_reference(self.model_path, self.model, cfg)
+        self.reference = self.load_reference_model()
         self.model = self.wrap_policy(self.model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -99,6 +106,7 @@ class Trainer:
     ) -> dict[str, Any]:
         """Every update one rollout batch gives; returns the step's metrics."""
         t0 = time.perf_counter()
+        allow_tf32(self.device)
         prepared = self.prepare_samples(rollouts, verdicts, names=names)
         metrics = dict(prepared.metrics)
         if prepared.samples:
@@ -144,7 +152,9 @@ class Trainer:
         return float(temps.pop())
 
     def _fill_logprobs(self, samples: list[Sample], T: float) -> None:
-        """π_old (recomputed when asked or missing) and π_ref, before any update."""
+        """π_old (recomputed when asked or missing) and π_ref, before any update: each process
+        scores its share of the groups (all of them in one process), then every process gets
+        every sample's (``share_logprobs``)."""
         recompute = (
             self.cfg.recompute_old_logprobs
             or self.cfg.importance_sampling_cap > 0  # the correction compares the trainer's π_old with the sampler's
@@ -152,20 +162,30 @@ class Trainer:
         )
         if not recompute and self.reference is None:
             return
-        pad = self.tokenizer.pad_token_id
-        for micro in microbatches(samples, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens):
-            batch = collate(micro, pad)
-            lens = [s.num_tokens for s in micro]
-            chunk = self.cfg.logprob_chunk_tokens
-            if recompute:
-                with self.compute():
-                    old = score(self.model, batch, T, chunk=chunk)  # (B, C)
-                for s, row, n in zip(micro, old, lens, strict=True):
+        mine = self.my_share(samples)
+        micros = microbatches(mine, self.cfg.micro_batch_size, self.cfg.micro_batch_tokens)
+        idle = self.idle_steps(len(micros))  # agreed before the first forward: each is a collective
+        for micro in micros:
+            self._score_micro(micro, T, recompute)
+        for _ in range(idle):
+            self._score_micro([samples[0]], T, recompute, keep=False)
+        self.share_logprobs(samples, mine, recompute)
+
+    def _score_micro(self, micro: list[Sample], T: float, recompute: bool, keep: bool = True) -> None:
+        batch = collate(micro, self.tokenizer.pad_token_id)
+        lens = [s.num_tokens for s in micro]
+        chunk = self.cfg.logprob_chunk_tokens
+        if recompute:
+            with self.compute():
+                old = score(self.model, batch, T, chunk=chunk)  # (B, C)
+            for s, row, n in zip(micro, old, lens, strict=True):
+                if keep:
                     s.old_logprobs = row[:n].tolist()
-            if self.reference is not None:
-                with self.compute():
-                    ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
-                for s, row, n in zip(micro, ref, lens, strict=True):
+        if self.reference is not None:
+            with self.compute():
+                ref = score(self.reference, batch, T, reference=True, chunk=chunk)  # (B, C)
+            for s, row, n in zip(micro, ref, lens, strict=True):
+                if keep:
                     s.ref_logprobs = row[:n].tolist()
 
     def _updates(self, samples: list[Sample], T: float, L_max: int) -> dict[str, float]:
@@ -244,6 +264,9 @@ class Trainer:
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
         return sums
 
+    def share_logprobs(self, samples: list[Sample], mine: list[Sample], recompute: bool) -> None:
+        """Every sample's π_old / π_ref on every process, each having scored ``mine``."""
+
     def _micro_step(self, micro: list[Sample], T: float, L_max: int, num_tokens: float, num_seqs: int):
         batch = collate(micro, self.tokenizer.pad_token_id).to(self.device)
         with self.compute():
@@ -273,6 +296,7 @@ class Trainer:
         else:
             norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
         self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)  # freed now: between updates (while vLLM samples) no gradient is held
         self.scheduler.step()
         self.step += 1
         return self.scalar(norm)
@@ -294,24 +318,34 @@ class Trainer:
         out: str | os.PathLike,
         extra_state: dict[str, Any] | None = None,
         extra_files: dict[str, bytes] | None = None,
+        final: bool = True,
     ) -> Path:
         """Write the policy (weights or adapter, tokenizer, model card) and, in ``trainer/``, the
         resolved config, optimizer state and step, to a temporary folder beside ``out``, then swap
-        it into place: a kill leaves the old one whole."""
+        it into place: a kill leaves the old one whole. ``final``: the last save of a run (the
+        FSDP2 trainer writes whole weights then only)."""
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         from mcoder.outputs import temp_folder
 
         tmp = temp_folder(out)  # removes what a save killed half-way left
         self.save_weights(tmp)
+        self.write_training_files(tmp, out, extra_state, extra_files)
+        torch.save(
+            {"optimizer": self.optimizer_state(), "scheduler": self.scheduler.state_dict()},
+            tmp / STATE_DIR / OPTIM_FILE,
+        )
+        commit(tmp, out)
+        return out
+
+    def write_training_files(
+        self, tmp: Path, out: Path, extra_state: dict[str, Any] | None, extra_files: dict[str, bytes] | None
+    ) -> None:
+        """The tokenizer, ``trainer/`` (config, step record), ``extra_files`` and the model card."""
         self.tokenizer.save_pretrained(tmp)
         keep = tmp / STATE_DIR
         keep.mkdir()
         (keep / CONFIG_FILE).write_text(self.cfg.to_json())
-        torch.save(
-            {"optimizer": self.optimizer_state(), "scheduler": self.scheduler.state_dict()},
-            keep / OPTIM_FILE,
-        )
         state = {
             "step": self.step,
             "policy_version": self.policy_version,
@@ -322,17 +356,20 @@ class Trainer:
         for name, data in (extra_files or {}).items():
             (tmp / name).write_bytes(data)
         write_model_card(tmp, state, json.loads(self.cfg.to_json()), bench=out.parent / "bench.md")
-        old = out.with_name(f".{out.name}.old")
-        if old.exists():
-            shutil.rmtree(old)
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-        return out
+
+    def wait_for_saves(self) -> None:
+        """Return once every save begun is in place (the FSDP2 trainer writes in the background)."""
 
     # Hooks that the FSDP2 trainer (train/distributed.py) overrides: wrap the policy, and move
     # weights and optimizer state between sharded tensors and the single-process checkpoint format.
+    def load_policy_model(self):
+        """The trainable policy on this process's device (the FSDP2 trainer: rank 0 loads it on
+        the host, the others build it empty, and ``wrap_policy`` deals the shards)."""
+        return load_policy(self.source, self.cfg).to(self.device)
+
+    def load_reference_model(self):
+        return load_reference(self.source, self.model, self.cfg)
+
     def wrap_policy(self, model):
         return model
 
@@ -353,6 +390,11 @@ class Trainer:
     def load_optimizer_state(self, state: dict) -> None:
         self.optimizer.load_state_dict(state)
 
+    def checkpoint_collectives(self) -> dict[str, Any]:
+        """How torch.distributed.checkpoint coordinates this trainer's processes: not at all in
+        one process (even where a library made a process group of its own)."""
+        return {"no_dist": True}
+
     def _restore(self, path: Path) -> None:
         state = read_state(path)
         if state is None:
@@ -360,6 +402,9 @@ class Trainer:
         self.step = int(state["step"])
         self.policy_version = int(state["policy_version"])
         self.base_model = state.get("base_model", self.model_path)
+        if (state_dir(path) / SHARDED_DIR).is_dir():
+            self.load_sharded_state(state_dir(path))
+            return
         optim = state_dir(path) / OPTIM_FILE
         if optim.exists():
             # on the host, mapped from the file: load_optimizer_state moves each moment to its
@@ -373,6 +418,72 @@ class Trainer:
                     hint="train with the same --lora-rank as the checkpoint, or start from its base model",
                 ) from None
             self.scheduler.load_state_dict(saved["scheduler"])
+
+
+    def load_sharded_state(self, folder: Path) -> None:
+        """The trainable weights and AdamW's moments from ``folder/dcp`` (each process reads the
+        parts of its own shards: any number of processes, one included), the schedule beside it."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer, options=sharded_options())
+        state = {"model": model_sd, "optimizer": optim_sd}
+        try:
+            dcp.load(state, checkpoint_id=folder / SHARDED_DIR, **self.checkpoint_collectives())
+        except Exception as e:  # noqa: BLE001 - DCP's errors on a state of another shape vary by release
+            raise UsageError(
+                f"the training state in {folder / SHARDED_DIR} does not fit this model ({str(e).splitlines()[0][:300]})",
+                hint="train with the same --lora-rank as the checkpoint, or start from its base model",
+            ) from None
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optimizer"], options=sharded_options())  # fmt: skip
+        saved = torch.load(folder / SCHEDULER_FILE, weights_only=True)
+        self.scheduler.load_state_dict(saved["scheduler"])
+
+
+def sharded_options():
+    """What a sharded checkpoint holds of the policy: its trainable tensors (a LoRA run's frozen
+    base is the base model's, never written again)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(ignore_frozen_params=True, strict=False)
+
+
+def commit(tmp: Path, out: Path) -> None:
+    """Swap the finished folder ``tmp`` into ``out``: the old one moves aside first, so a kill
+    between the two renames leaves it whole under its .old name (``read_state`` puts it back)."""
+    old = out.with_name(f".{out.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def weights_folder(checkpoint: str | os.PathLike) -> str:
+    """Where the policy at ``checkpoint`` loads from: the folder itself, or, for a sharded
+    checkpoint saved mid-run (no weights files, ``trainer/dcp/``), its base model (the trained
+    weights then come from dcp/)."""
+    from mcoder.models import WEIGHT_PATTERNS
+
+    path = Path(checkpoint)
+    state = read_state(path)
+    if state is None or not (state_dir(path) / SHARDED_DIR).is_dir():
+        return str(checkpoint)
+    if (path / "adapter_config.json").is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
+        return str(checkpoint)
+    return str(state["base_model"])
+
+
+def load_sharded_weights(model, checkpoint: str | os.PathLike) -> None:
+    """The trainable weights of a sharded checkpoint into ``model`` (one process: its whole)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+    state = {"model": get_model_state_dict(model, options=sharded_options())}
+    dcp.load(state, checkpoint_id=state_dir(checkpoint) / SHARDED_DIR, no_dist=True)
+    set_model_state_dict(model, state["model"], options=sharded_options())
 
 
 def importance_weights(samples: list[Sample], cap: float) -> dict[str, float]:
@@ -398,6 +509,15 @@ def importance_weights(samples: list[Sample], cap: float) -> dict[str, float]:
     if cap > 0:
         out["is/capped"] = float((w >= cap).double().mean())
     return out
+
+
+def allow_tf32(device) -> None:
+    """On a GPU, float32 matmuls (a --dtype float32 run's, the float32 parts of a bf16 one) may
+    use TF32 tensor cores. Set before each update: in-process vLLM sets 'highest' for the whole
+    process when it starts. Nothing on a CPU."""
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
 
 
 def checkpointing_on(cfg: TrainConfig, device) -> bool:
