@@ -163,9 +163,6 @@ ProblemsPath = Annotated[
 RolloutsPath = Annotated[
     Path, typer.Option("--rollouts", "-r", rich_help_panel=IO_PANEL, help="Rollouts JSONL ('-' for stdin)."), INPUT
 ]
-VerdictsPath = Annotated[
-    Path, typer.Option("--verdicts", rich_help_panel=IO_PANEL, help="Verdicts JSONL ('-' for stdin)."), INPUT
-]
 OutPath = Annotated[
     Path, typer.Option("--out", "-o", rich_help_panel=IO_PANEL, help="Output JSONL ('-' for stdout)."), OUTPUT_FILE
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from mcoder import console
 from mcoder.rollout.diversity import MEASURES, group_texts
@@ -92,7 +92,3 @@ def show_summary(s: RolloutSummary) -> None:
         ("tokens/s", f"{s.tokens_per_s:,.0f}"),
     ]
     console.show(console.table("rollout summary", ["", "value"], rows))
-
-
-def summary_dict(s: RolloutSummary) -> dict:
-    return {**asdict(s), "mean_length": s.mean_length, "truncated_share": s.truncated_share}

@@ -212,10 +212,6 @@ class Batch:
         moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
         return Batch(**moved)
 
-    @property
-    def prompt_len(self) -> int:
-        return self.input_ids.shape[1] - self.completion_ids.shape[1]
-
 
 def collate(samples: Sequence[Sample], pad_id: int) -> Batch:
     """Left-pad prompts, right-pad completions; padding is never in any mask."""

@@ -25,7 +25,6 @@ import zlib
 from typing import Any
 
 from mcoder.dataset.budget import Limits, OverBudget
-from mcoder.errors import DataError
 
 
 class Malformed(Exception):
@@ -259,7 +258,6 @@ def _ops() -> dict[int, Any]:
 
 
 _OPS = _ops()
-OPCODES = frozenset(_OPS)  # for tests: the opcodes read; every other one is refused
 
 
 # ------------------------------------------------------------------ JSON text
@@ -314,8 +312,3 @@ def measure(value: Any, limits: Limits) -> int:
         else:
             count.add(1)
     return count.used
-
-
-def to_data_error(e: Malformed, ref, field: str, what: str) -> DataError:
-    """The row's DataError for a decoder's Malformed."""
-    return ref.error(f"{what}: {e}", field=field)
