@@ -12,7 +12,8 @@ completion: the last fenced Python block, else bare code):
 - ``plain``: the plain data (and nothing else) that crosses between candidate and judge;
 - ``framing``: the length-prefixed frames every pipe of the judge carries;
 - ``sandbox``: the Linux isolation (namespaces, Landlock, seccomp, cgroups, user ids, rlimits,
-  cleanup), and what it guarantees and what not;
+  cleanup), a module per concern, and what it guarantees and what not;
+- ``libraries``: which installed libraries a problem's programs may import (library profiles);
 - ``compare``: whether an output or return value answers a test;
 - ``stage``: ``mcoder judge`` on files (shards, resume, progress, summary);
 - ``explain``: ``mcoder judge --explain``, one rollout judged again and every test printed;

@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 from mcoder.config import check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
+from mcoder.judge.libraries import platform_packages
 
 Compare = Literal["microcoder", "strict"]
 Reward = Literal["binary", "fraction"]
@@ -106,9 +107,7 @@ class JudgeConfig:
 
     def visible_packages(self, profile: str | None = None) -> tuple[str, ...]:
         """The third-party packages a program may import: the installed ones of ``profile``
-        (default ``libraries``; ``auto`` resolves per problem, ``sandbox.profile_for``), then
+        (default ``libraries``; ``auto`` resolves per problem, ``libraries.profile_for``), then
         ``allow_packages``."""
-        from mcoder.judge.sandbox import platform_packages
-
         profile = self.libraries if profile is None else profile
         return tuple(dict.fromkeys([*platform_packages(profile), *self.allow_packages]))

@@ -40,7 +40,7 @@ import orjson
 from mcoder import safe_ast
 from mcoder.errors import DataError, McoderError
 from mcoder.extract import compile_program, extract_code
-from mcoder.judge import plain, sandbox, untrusted
+from mcoder.judge import libraries, plain, sandbox, untrusted
 from mcoder.judge.cache import BytesLRU, ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
@@ -232,7 +232,7 @@ class Judge:
 
     def _profile(self, problem: Problem) -> str:
         """The library profile the problem's programs see (``auto``: its platform's)."""
-        return sandbox.profile_for(self.cfg.libraries, problem.platform)
+        return libraries.profile_for(self.cfg.libraries, problem.platform)
 
     def _allowed(self, profile: str) -> frozenset[str]:
         allowed = self._visible.get(profile)
@@ -635,7 +635,7 @@ def _functional_run(
     worker.send(
         {"kind": "serve", "code": compiled, "source": code, "limits": limits, "early_exit": cfg.early_exit,
          "fds": True, "n_tests": len(indexes), "defined": defined,
-         "profile": sandbox.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport),
+         "profile": libraries.profile_for(cfg.libraries, problem.platform), "preimport": list(preimport),
          "deadline": deadline}
     )
     checks.send(

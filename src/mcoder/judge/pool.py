@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mcoder.console import warn
 from mcoder.errors import EnvironmentMissing
-from mcoder.judge import framing, sandbox
+from mcoder.judge import framing, libraries, sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.sandbox import UidLease, isolation_mode, landlock_abi
 
@@ -33,7 +33,7 @@ _START_TIMEOUT_S = 60.0  # a worker that is not ready by then is killed and repl
 # The string-hash seed of every worker, and so of every candidate forked from one: a program's
 # set and dict order of strings (its output, when it prints one) is the same in every run and on
 # every machine, so the same program gets the same verdict. Python reads it only at start-up.
-CANDIDATE_HASH_SEED = sandbox.WORKER_ENV["PYTHONHASHSEED"]
+CANDIDATE_HASH_SEED = libraries.WORKER_ENV["PYTHONHASHSEED"]
 
 
 class WorkerDied(Exception):
@@ -107,16 +107,16 @@ class Worker:
             "wall_factor": self.cfg.wall_factor,
             # the packages of each library profile this run's candidates may get (one, or with
             # ``auto`` each platform's), the default first
-            "profiles": {p: list(self.cfg.visible_packages(p)) for p in sandbox.profiles_of(self.cfg.libraries)},
+            "profiles": {p: list(self.cfg.visible_packages(p)) for p in libraries.profiles_of(self.cfg.libraries)},
         }
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         setup["fd_socket"] = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, *sandbox.WORKER_FLAGS, "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
+                [sys.executable, *libraries.WORKER_FLAGS, "-c", _BOOT, _SRC_DIR, json.dumps(setup)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env=dict(sandbox.WORKER_ENV),
+                env=dict(libraries.WORKER_ENV),
                 cwd=self.base,
                 close_fds=True,
                 pass_fds=[theirs.fileno()],
