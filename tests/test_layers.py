@@ -9,6 +9,7 @@ must be placed: a package or module in no layer fails the test, and so does one 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -115,6 +116,37 @@ def test_every_package_and_module_is_in_exactly_one_layer():
 
 def test_no_import_reaches_up_a_layer():
     assert _violations(SRC, LAYERS, PEERS_ALLOWED) == []
+
+
+def _documented_layers(page: str) -> list[tuple[str, set[str], str]]:
+    """ARCHITECTURE.md's layer table: (layer, its packages, what it may import) per row, in order."""
+    rows = []
+    section = page.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].isdigit():
+            rows.append((cells[1], {n for code in re.findall(r"`([^`]+)`", cells[2]) for n in code.split()}, cells[3]))
+    return rows
+
+
+def test_architecture_md_shows_the_layers_this_test_enforces():
+    rows = _documented_layers((SRC.parent / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    documented = [(layer, units) for layer, units, _ in rows]
+    # mcoder/__init__.py (the version only) is in the base layer; the page says so in its prose
+    enforced = [(layer, units - {"__init__"}) for layer, units in LAYERS]
+    assert documented == enforced, "ARCHITECTURE.md's layer table and LAYERS differ: change both"
+    assert [layer for layer, _, may in rows if may == "each other"] == sorted(PEERS_ALLOWED)
+
+
+def test_the_layer_table_reader_reads_a_table(tmp_path):
+    page = (
+        "# A\n\n## Layers: what may import what\n\n| # | layer | packages | may import |\n|---|---|---|---|\n"
+        "| 1 | base | `errors console` | each other |\n| 2 | top | `cli` | everything |\n\n## Next\n| 3 | x | `y` | z |\n"
+    )
+    assert _documented_layers(page) == [
+        ("base", {"errors", "console"}, "each other"),
+        ("top", {"cli"}, "everything"),
+    ]  # the next section's table is not read
 
 
 def test_the_checker_finds_imports_up_a_layer_and_across_a_layer(tmp_path):
