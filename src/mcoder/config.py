@@ -89,9 +89,12 @@ def field_types(cls: type) -> dict[str, Any]:
 
 def choices_of(tp: Any) -> tuple[Any, ...] | None:
     """The allowed values of a ``Literal`` type (also inside ``X | None``, or each value of a
-    ``tuple[Literal[...], ...]``: a repeated choice), else None."""
+    ``tuple[Literal[...], ...]``: a repeated choice), or of a class with a ``__choices__()`` that
+    reads them from a registry when asked (the judge's comparison rules), else None."""
     if get_origin(tp) is Literal:
         return get_args(tp)
+    if isinstance(tp, type) and hasattr(tp, "__choices__"):
+        return tp.__choices__()
     if get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,):
         return choices_of(get_args(tp)[0])
     args = [a for a in get_args(tp) if a is not type(None)]

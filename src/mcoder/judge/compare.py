@@ -3,6 +3,12 @@
 A pure module: strings and Python values in, the name of the rule that accepted out (``None`` for
 a wrong answer). The judge records that name as ``matched_by``.
 
+A comparison rule (what ``--compare`` names) is one function registered by name with ``@rule``:
+it gets a ``Compared`` (the test's kind, input and expected output or value, what the program
+gave, the float tolerances) and returns the name to record, or None. The config's choices and
+the command line's ``--compare`` read the names from ``RULES``. ``microcoder`` and ``strict`` are
+the two built in (ARCHITECTURE.md, "How to add a comparison rule").
+
 ``microcoder`` mode (the default) tries these rules in order and stops at the first that accepts:
 
 - ``exact``: the two texts are identical.
@@ -98,15 +104,13 @@ import math
 import re
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from itertools import islice, pairwise, zip_longest
 from typing import Any, Literal
 
 from mcoder import safe_ast
 from mcoder.judge.plain import DictItems, SetItems
-
-Mode = Literal["microcoder", "strict"]
-MODES: tuple[str, ...] = ("microcoder", "strict")
 
 # The names compare_output / compare_value return, per mode (the verdict's matched_by).
 MICROCODER_RULES = (
@@ -139,45 +143,73 @@ _DECIMAL_CTX = decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_
 def compare_output(
     expected: str,
     got: str,
-    mode: Mode = "microcoder",
+    mode: str = "microcoder",
     *,
     rtol: float = FLOAT_RTOL,
     atol: float = FLOAT_ATOL,
+    test_input: str = "",
 ) -> str | None:
-    """The rule that accepts ``got`` as the output of a stdin test, or None for a wrong answer."""
-    _check_mode(mode)
-    if got == expected:
-        return "exact"
-    if mode == "microcoder" and len(got) > OUTPUT_MAX_GROWTH * len(expected) + OUTPUT_SLACK:
-        return None  # no layout freedom of ours grows an answer that much: refused unread
-    for rule in OUTPUT_RULES[mode][1:]:
-        name = rule(expected, got, rtol, atol)
-        if name is not None:
-            return name
-    return None
+    """The rule that accepts ``got`` as the output of a stdin test, or None for a wrong answer:
+    what the comparison rule ``mode`` (a name in ``RULES``) returns."""
+    return _rule(mode)(Compared("stdin", expected, got, test_input, rtol, atol))
 
 
 def compare_value(
     expected: Any,
     got: Any,
-    mode: Mode = "microcoder",
+    mode: str = "microcoder",
     *,
     rtol: float = FLOAT_RTOL,
     atol: float = FLOAT_ATOL,
+    test_input: str = "",
 ) -> str | None:
     """The rule that accepts ``got`` as the return value of a call test, or None for a wrong answer.
     ``got`` may hold ``plain.SetItems`` / ``plain.DictItems`` (a reply decoded without hashing)."""
-    _check_mode(mode)
-    for rule in VALUE_RULES[mode]:
-        name = rule(expected, got, rtol, atol)
-        if name is not None:
-            return name
-    return None
+    return _rule(mode)(Compared("call", expected, got, test_input, rtol, atol))
 
 
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"unknown comparison mode {mode!r}; expected one of {', '.join(MODES)}")
+# ---------------------------------------------------------------------------------------------
+# The comparison rules, by name: each one function, registered once
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """What a comparison rule sees of one test."""
+
+    kind: Literal["stdin", "call"]
+    """stdin: ``expected`` and ``got`` are texts; call: the expected value (the test's output as
+    JSON) and the return value rebuilt as plain data."""
+    expected: Any
+    got: Any
+    input: str
+    """The test's input (a call test's: its arguments as JSON lines); "" where the caller has none."""
+    rtol: float
+    atol: float
+
+
+Rule = Callable[[Compared], str | None]
+RULES: dict[str, Rule] = {}
+"""The comparison rules by name, in the order ``--compare`` lists them."""
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the comparison rule ``name`` (``--compare NAME``): it
+    returns the name the verdict records as ``matched_by`` when it accepts, else None."""
+
+    def register(fn: Rule) -> Rule:
+        if name in RULES:
+            raise ValueError(f"the comparison rule {name!r} is registered twice")
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def _rule(mode: str) -> Rule:
+    found = RULES.get(mode)
+    if found is None:
+        raise ValueError(f"unknown comparison mode {mode!r}; expected one of {', '.join(RULES)}")
+    return found
 
 
 # A candidate's output longer than this multiple of the expected one (plus the slack) is a wrong
@@ -750,3 +782,33 @@ VALUE_RULES: dict[str, tuple[Callable[[Any, Any, float, float], str | None], ...
     "microcoder": (_value_exact_rule, _value_structural_rule),
     "strict": (_lcb_call,),
 }
+
+
+def _first(rules: tuple[Callable[[Any, Any, float, float], str | None], ...], c: Compared) -> str | None:
+    for step in rules:
+        name = step(c.expected, c.got, c.rtol, c.atol)
+        if name is not None:
+            return name
+    return None
+
+
+@rule("microcoder")
+def microcoder(c: Compared) -> str | None:
+    """The tolerant chain: the first of ``OUTPUT_RULES`` or ``VALUE_RULES`` that accepts."""
+    if c.kind == "call":
+        return _first(VALUE_RULES["microcoder"], c)
+    if c.got == c.expected:
+        return "exact"
+    if len(c.got) > OUTPUT_MAX_GROWTH * len(c.expected) + OUTPUT_SLACK:
+        return None  # no layout freedom of ours grows an answer that much: refused unread
+    return _first(OUTPUT_RULES["microcoder"][1:], c)
+
+
+@rule("strict")
+def strict(c: Compared) -> str | None:
+    """LiveCodeBench's rules."""
+    if c.kind == "call":
+        return _first(VALUE_RULES["strict"], c)
+    if c.got == c.expected:
+        return "exact"
+    return _first(OUTPUT_RULES["strict"][1:], c)

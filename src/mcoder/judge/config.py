@@ -10,12 +10,21 @@ from mcoder.config import check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 from mcoder.judge.libraries import platform_packages
 
-Compare = Literal["microcoder", "strict"]
 Reward = Literal["binary", "fraction"]
 LibraryProfile = Literal["auto", "contest", "atcoder", "leetcode", "none"]
-COMPARE_MODES: tuple[str, ...] = get_args(Compare)
 REWARDS: tuple[str, ...] = get_args(Reward)
 LIBRARY_PROFILES: tuple[str, ...] = get_args(LibraryProfile)
+
+
+class Compare(str):
+    """The name of a comparison rule: its choices are the names registered in ``compare.RULES``
+    (``@compare.rule(name)``), read when asked, so that a rule is named in one place only."""
+
+    @staticmethod
+    def __choices__() -> tuple[str, ...]:
+        from mcoder.judge.compare import RULES  # here: importing the config stays light
+
+        return tuple(RULES)
 
 
 def default_workers() -> int:

@@ -549,7 +549,7 @@ class _Grader:
         mode = self.cfg.compare
         if test.kind == "stdin":
             got = res.get("stdout") or ""
-            return compare_output(test.output, got, mode), got
+            return compare_output(test.output, got, mode, test_input=test.input), got
         if test.kind == "functional":
             return "check_passed", ""
         data = res.get("value")
@@ -559,7 +559,7 @@ class _Grader:
             _, value = plain.decode(data, hashfree=True)
         except (plain.NotPlain, ValueError, TypeError):
             return None, "<a reply that is not plain data>"
-        return compare_value(self.prep.expected_values[index], value, mode), lambda: _repr(value)
+        return compare_value(self.prep.expected_values[index], value, mode, test_input=test.input), lambda: _repr(value)
 
     def budget_spent(self, first: int) -> None:
         """The run's wall budget ran out before test ``first``: it and every test after it that
