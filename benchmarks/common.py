@@ -17,6 +17,7 @@ imported as part of the package, ``common`` when it was run as a file): no bench
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from mcoder.warmstart import WarmStartConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -174,12 +177,15 @@ def run_stage(
     return ran
 
 
-def warm_start_cmd(problems: Path, out: Path, **options) -> list[str]:
-    """The supervised warm start (``python -m mcoder.warmstart``) into ``out``; ``options``: its
-    flags by name (``steps=1500`` -> ``--steps 1500``), in the order given."""
+def warm_start_cmd(problems: Path, out: Path, config: WarmStartConfig) -> list[str]:
+    """The supervised warm start (``python -m mcoder.warmstart``) into ``out`` with the settings
+    of ``config``: a flag for each one that is not its default (``steps=1500`` -> ``--steps 1500``),
+    in the order of the fields."""
     cmd = [sys.executable, "-m", "mcoder.warmstart", "--problems", problems, "--out", out]
-    for k, v in options.items():
-        cmd += [f"--{k.replace('_', '-')}", v]
+    default = WarmStartConfig()
+    for f in dataclasses.fields(config):
+        if getattr(config, f.name) != getattr(default, f.name):
+            cmd += [f"--{f.name.replace('_', '-')}", getattr(config, f.name)]
     return [str(c) for c in cmd]
 
 
@@ -250,13 +256,13 @@ def plots(runs: list[Path], out_dir: Path, log: Path) -> None:
 def warm_start(args: argparse.Namespace, warm: Path, seed: int, log: Path, **more) -> Path:
     """The seed's warm start into ``warm``, unless a whole one is there already (mcoder.warmstart
     moves a finished model into place: a folder with config.json is whole); ``more``: further
-    warm-start flags by name."""
+    settings of ``WarmStartConfig`` by name."""
     if not (warm / "config.json").exists():
-        cmd = warm_start_cmd(
-            args.train, warm, steps=args.sft_steps, seed=seed, layers=args.layers,
-            target_pass=args.warm_target, max_tokens=args.max_tokens, **more,
+        config = WarmStartConfig(
+            steps=args.sft_steps, seed=seed, layers=args.layers, target_pass=args.warm_target,
+            max_tokens=args.max_tokens, **more,
         )  # fmt: skip
-        run_stage(cmd, log)
+        run_stage(warm_start_cmd(args.train, warm, config), log)
     return warm
 
 

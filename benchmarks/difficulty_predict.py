@@ -93,8 +93,8 @@ def warm_start(args, out: Path, log: Path) -> Path:
         return Path(args.reasoning_model)
     folder = out / "reasoning-model"
     if not (folder / "config.json").exists():
-        sh(common.warm_start_cmd(LEARN / "train.jsonl", folder, steps=1500, lr=4e-3, target_pass=0.35,
-                                 first_check=200, seed=args.seed), log)  # fmt: skip
+        config = common.WarmStartConfig(steps=1500, lr=4e-3, target_pass=0.35, first_check=200, seed=args.seed)
+        sh(common.warm_start_cmd(LEARN / "train.jsonl", folder, config), log)
     return folder
 
 

@@ -89,7 +89,9 @@ def test_the_mcoder_command_is_mcoder_env_split_as_a_shell_would(monkeypatch):
 
 
 def test_the_warm_start_is_the_package_module_with_its_flags():
-    cmd = common.warm_start_cmd(Path("t.jsonl"), Path("w"), steps=5, target_pass=0.35, gate="sampled")
+    from mcoder.warmstart import WarmStartConfig
+
+    cmd = common.warm_start_cmd(Path("t.jsonl"), Path("w"), WarmStartConfig(steps=5, target_pass=0.35, gate="sampled"))
     assert cmd == [sys.executable, "-m", "mcoder.warmstart", "--problems", "t.jsonl", "--out", "w",
                    "--steps", "5", "--target-pass", "0.35", "--gate", "sampled"]  # fmt: skip
 

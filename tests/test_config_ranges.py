@@ -27,6 +27,7 @@ from mcoder.config import TEXT, field_ranges, field_types
 from mcoder.errors import UsageError
 from mcoder.integrations.serve import ServeConfig
 from mcoder.loop.recipe import SECTIONS, parse_sets, read_recipe
+from mcoder.warmstart import WarmStartConfig
 
 
 def _walk(typer_app, prefix=()):
@@ -58,7 +59,7 @@ def generated_options() -> list[tuple[str, str, type, str]]:
 
 
 CONFIGS = sorted(
-    {cls for _, _, cls, _ in generated_options()} | set(SECTIONS.values()) | {ServeConfig},
+    {cls for _, _, cls, _ in generated_options()} | set(SECTIONS.values()) | {ServeConfig, WarmStartConfig},
     key=lambda c: c.__name__,
 )
 

@@ -52,7 +52,7 @@ from mcoder.dataset.collect.sources import RowRef
 from mcoder.dataset.config import BuildConfig
 from mcoder.dataset.process.adapters import ADAPTERS
 from mcoder.dataset.process.check import check_problem
-from mcoder.dataset.process.plain import Malformed, json_text, unpickle
+from mcoder.dataset.process.decoders import Malformed, json_text, unpickle
 from mcoder.dataset.process.step import UnreadableRow
 from mcoder.errors import DataError
 from mcoder.jsonl import dumps

@@ -81,6 +81,8 @@ def _imports(src: Path, path: Path) -> list[str]:
 def _unit(src: Path, name: str) -> str:
     """The layer table's entry a module name falls in (``mcoder.judge.core`` -> ``judge``)."""
     parts = name.split(".")
+    if parts[-1] == "__main__":  # an entry point (python -m mcoder, python -m mcoder.warmstart): the top
+        return "__main__"
     if len(parts) == 1 or parts[1] not in _units(src / "mcoder"):
         return "__init__"  # `import mcoder` or `from mcoder import __version__`
     return parts[1]

@@ -266,7 +266,7 @@ def test_every_help_is_whole_at_80_columns(words):
 @pytest.mark.parametrize("where", ["out", "part"])
 @pytest.mark.parametrize("case", CASES)  # every case of the CLI's guard test: a new one must be set up here
 def test_the_warm_start_refuses(tmp_path, capsys, case, where):
-    from mcoder import warmstart
+    from mcoder.cli import warmstart as warmstart_cli
 
     problems = tmp_path / "train.jsonl"
     shutil.copy(EXAMPLES / "call.jsonl", problems)
@@ -295,7 +295,7 @@ def test_the_warm_start_refuses(tmp_path, capsys, case, where):
     else:
         pytest.fail(f"no warm start set-up for the guard's case {case!r}")
     before = {p: _state(p) for p in tmp_path.rglob("*")}
-    code = warmstart.main(["--problems", str(problems), "--out", str(out), "--steps", "1"])
+    code = warmstart_cli.main(["--problems", str(problems), "--out", str(out), "--steps", "1"])
     err = capsys.readouterr().err
     assert code == 2, err
     assert str(at) in err and "error:" in err, err
@@ -303,10 +303,10 @@ def test_the_warm_start_refuses(tmp_path, capsys, case, where):
 
 
 def test_the_warm_start_refuses_stdout_for_its_folder(tmp_path, capsys, monkeypatch):
-    from mcoder import warmstart
+    from mcoder.cli import warmstart as warmstart_cli
 
     monkeypatch.chdir(tmp_path)
-    code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", "-", "--steps", "1"])
+    code = warmstart_cli.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", "-", "--steps", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "--out -: this writes a folder" in err, err
     assert list(tmp_path.iterdir()) == []
@@ -327,21 +327,21 @@ def test_the_warm_start_replaces_only_its_own_folder(tmp_path):
 
 
 def test_a_second_warm_start_on_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
-    from mcoder import warmstart
+    from mcoder.cli import warmstart as warmstart_cli
 
     out = tmp_path / "warm"
     with hold_lock(out):  # the first pass, still running
-        code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(out), "--steps", "1"])
+        code = warmstart_cli.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(out), "--steps", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "being written by another run" in err, err
     assert not out.exists()
 
 
 def test_the_warm_start_under_a_file_is_refused_before_any_lock_is_made(tmp_path, capsys):
-    from mcoder import warmstart
+    from mcoder.cli import warmstart as warmstart_cli
 
     (tmp_path / "notes.txt").write_text("the user's\n")
-    code = warmstart.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(tmp_path / "notes.txt" / "warm")])
+    code = warmstart_cli.main(["--problems", str(EXAMPLES / "call.jsonl"), "--out", str(tmp_path / "notes.txt" / "warm")])
     err = capsys.readouterr().err
     assert code == 2 and "is under a file" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

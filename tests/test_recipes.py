@@ -582,12 +582,12 @@ def test_a_first_check_far_past_the_target_is_looked_back_from_to_the_start(tmp_
         def measure(self, model, step: int) -> float:
             return step / 10
 
-    monkeypatch.setattr(warm, "LikelihoodGate", StepGate)
-    out = warm.warm_start(
-        str(ROOT / "examples" / "learn" / "train.jsonl"), str(tmp_path / "warm"), steps=20, batch=2,
-        lr=1e-3, seed=0, layers=1, target_pass=0.35, gate="likelihood", check_every=5, first_check=10,
-        check_problems=4, look_back=2, overshoot=0.1,
+    monkeypatch.setattr(warm.supervised, "LikelihoodGate", StepGate)
+    config = warm.WarmStartConfig(
+        steps=20, batch=2, lr=1e-3, seed=0, layers=1, target_pass=0.35, gate="likelihood", check_every=5,
+        first_check=10, check_problems=4, look_back=2, overshoot=0.1,
     )  # fmt: skip
+    out = warm.warm_start(str(ROOT / "examples" / "learn" / "train.jsonl"), str(tmp_path / "warm"), config)
     summary = json.loads((out / "warm_start.json").read_text())
     # the first check (1.0) overshoots; bisection over the copies of steps 2-8 reads 4, then 2
     assert [c["step"] for c in summary["checks"]] == [10, 4, 2]

@@ -280,7 +280,7 @@ def test_the_temperature_is_parsed_once_and_saved_as_its_text():
     from mcoder.errors import UsageError
     from mcoder.loop.config import LoopConfig
     from mcoder.rollout.sampling import SamplingConfig
-    from mcoder.rollout.temperature import TemperatureSpec
+    from mcoder.rollout.temperature_rules import TemperatureSpec
 
     staged = SamplingConfig(temperature="0.6@0,1.2@140")
     assert isinstance(staged.temperature, TemperatureSpec) and staged.temperature.schedule.at(140) == 1.2

@@ -9,11 +9,11 @@ from tests.rollout_models import one_torch_thread, peaky, problems
 from mcoder.engines import HFEngine
 from mcoder.errors import UsageError
 from mcoder.models import load_model, load_tokenizer
-from mcoder.rollout.temperature import (
+from mcoder.rollout.temperature_rules import (
     DEFAULT_CANDIDATES,
     TemperatureSchedule,
     parse_candidates,
-    select_temperature,
+    temperature_from_diversity,
 )
 
 _one_thread = pytest.fixture(autouse=True, scope="module")(one_torch_thread)
@@ -26,9 +26,9 @@ def test_default_candidates_are_0_6_to_1_8_by_0_2():
 def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
     tok = load_tokenizer(tiny_model)
     kw = {"n": 4, "max_tokens": 12, "seed": 0, "target": 0.5}
-    base_t, base_rows = select_temperature(HFEngine(load_model(tiny_model), tok), tok, problems(3), **kw)
+    base_t, base_rows = temperature_from_diversity(HFEngine(load_model(tiny_model), tok), tok, problems(3), **kw)
     # Logits x8: the same model made peaky, i.e. sampling it at T is sampling the original at T/8.
-    peaky_t, peaky_rows = select_temperature(HFEngine(peaky(load_model(tiny_model), 8.0), tok), tok, problems(3), **kw)
+    peaky_t, peaky_rows = temperature_from_diversity(HFEngine(peaky(load_model(tiny_model), 8.0), tok), tok, problems(3), **kw)
     assert [t for t, _ in base_rows] == list(DEFAULT_CANDIDATES)
     assert base_t == 0.6 and base_rows[0][1] >= 0.5
     assert peaky_t > base_t
@@ -41,13 +41,13 @@ def test_a_less_diverse_model_gets_a_higher_temperature(tiny_model):
 def test_when_no_candidate_reaches_the_target_the_hottest_is_used(tiny_model):
     tok = load_tokenizer(tiny_model)
     engine = HFEngine(peaky(load_model(tiny_model), 50.0), tok)
-    t, rows = select_temperature(engine, tok, problems(1), candidates=[0.6, 0.9], n=3, max_tokens=6, seed=0, target=0.99)
+    t, rows = temperature_from_diversity(engine, tok, problems(1), candidates=[0.6, 0.9], n=3, max_tokens=6, seed=0, target=0.99)
     assert t == 0.9 and all(d < 0.99 for _, d in rows)
 
 
 def test_selection_rejects_groups_of_one(tiny_model):
     with pytest.raises(UsageError, match="at least 2"):
-        select_temperature(None, None, problems(1), n=1, max_tokens=8, seed=0)
+        temperature_from_diversity(None, None, problems(1), n=1, max_tokens=8, seed=0)
 
 
 def test_schedule_switches_only_at_its_boundaries():

@@ -10,10 +10,10 @@ from mcoder.engines import HFEngine
 from mcoder.errors import UsageError
 from mcoder.models import load_model, load_tokenizer
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.rollout.temperature import (
+from mcoder.rollout.temperature_rules import (
     DEFAULT_CANDIDATES,
+    apply_temperature_rule,
     by_spread,
-    choose_temperature,
     diversity_table,
     pass_guard_cap,
     probe_temperatures,
@@ -42,50 +42,50 @@ SATURATING = table(0.0, 0.0, 0.0, 0.667, 1.0, 0.959, 0.946)
 
 
 def test_knee_of_a_curve_that_takes_off_is_the_hottest_t_before_it():
-    c = choose_temperature(WARM_CURVE)
+    c = apply_temperature_rule(WARM_CURVE)
     assert (c.temperature, c.rule, c.at_edge) == (1.2, "knee", False)
-    assert choose_temperature(WARM_CURVE, rule="rise").temperature == 1.6  # halfway is in the noise
+    assert apply_temperature_rule(WARM_CURVE, rule="rise").temperature == 1.6  # halfway is in the noise
 
 
 def test_knee_of_a_saturating_curve_is_the_coolest_t_near_the_top():
-    c = choose_temperature(SATURATING)
+    c = apply_temperature_rule(SATURATING)
     assert (c.temperature, c.rule, c.at_edge) == (1.4, "knee", False)
 
 
 def test_an_even_curve_has_no_knee_and_falls_back_to_the_rise_rule():
-    c = choose_temperature(LOW_CURVE)  # D(0.6) 0.10, top 0.40: halfway is 0.25
+    c = apply_temperature_rule(LOW_CURVE)  # D(0.6) 0.10, top 0.40: halfway is 0.25
     assert (c.temperature, c.rule, c.at_edge) == (1.2, "rise", False)
     assert c.threshold == pytest.approx(0.25)
-    assert choose_temperature(LOW_CURVE, rule="rise", rise=0.1).temperature == 0.8  # threshold 0.13
-    assert choose_temperature(LOW_CURVE, rule="rise", rise=1.0).temperature == 1.8  # the top itself ...
-    assert choose_temperature(LOW_CURVE, rule="rise", rise=1.0).at_edge  # ... said to be at the edge
+    assert apply_temperature_rule(LOW_CURVE, rule="rise", rise=0.1).temperature == 0.8  # threshold 0.13
+    assert apply_temperature_rule(LOW_CURVE, rule="rise", rise=1.0).temperature == 1.8  # the top itself ...
+    assert apply_temperature_rule(LOW_CURVE, rule="rise", rise=1.0).at_edge  # ... said to be at the edge
 
 
 def test_relative_rules_ignore_a_shift_of_the_whole_curve():
     for curve in (LOW_CURVE, WARM_CURVE, SATURATING):
         shifted = [(t, d + 0.3) for t, d in curve]
-        assert choose_temperature(shifted).temperature == choose_temperature(curve).temperature
+        assert apply_temperature_rule(shifted).temperature == apply_temperature_rule(curve).temperature
 
 
 def test_a_flat_curve_keeps_the_coolest_and_says_so():
-    c = choose_temperature(table(0.96, 0.957, 0.959, 0.959, 0.958, 0.96, 0.958))
+    c = apply_temperature_rule(table(0.96, 0.957, 0.959, 0.959, 0.958, 0.96, 0.958))
     assert c.temperature == 0.6 and c.at_edge and "flat" in c.note
 
 
 def test_absolute_target_stays_available_and_reports_its_edges():
-    c = choose_temperature(LOW_CURVE, target=0.5)
+    c = apply_temperature_rule(LOW_CURVE, target=0.5)
     assert (c.temperature, c.rule, c.at_edge) == (1.8, "target", True)
     assert "no candidate reaches" in c.note
-    c = choose_temperature(LOW_CURVE, target=0.05)
+    c = apply_temperature_rule(LOW_CURVE, target=0.05)
     assert c.temperature == 0.6 and c.at_edge and "lower candidates" in c.note
-    c = choose_temperature(LOW_CURVE, target=0.3)
+    c = apply_temperature_rule(LOW_CURVE, target=0.3)
     assert (c.temperature, c.at_edge, c.note) == (1.4, False, "")
 
 
 def test_a_curve_that_rises_only_at_the_hottest_candidate_is_an_edge():
-    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5), rule="rise")
+    c = apply_temperature_rule(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5), rule="rise")
     assert c.temperature == 1.8 and c.at_edge and "higher candidates" in c.note
-    c = choose_temperature(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5))  # knee: just before it
+    c = apply_temperature_rule(table(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5))  # knee: just before it
     assert c.temperature == 1.6 and not c.at_edge
 
 
@@ -97,30 +97,30 @@ GATED_PASS = [0.422, 0.438, 0.422, 0.344, 0.109, 0.0, 0.0]
 
 
 def test_pass_guard_lowers_the_knee_to_the_hottest_t_that_keeps_the_pass_rate():
-    assert choose_temperature(GATED_CURVE).temperature == 1.2  # diversity alone
-    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.9)
+    assert apply_temperature_rule(GATED_CURVE).temperature == 1.2  # diversity alone
+    c = apply_temperature_rule(GATED_CURVE, pass_rates=GATED_PASS, guard=0.9)
     assert (c.temperature, c.rule, c.by_diversity, c.at_edge) == (1.0, "knee+guard", 1.2, False)
     assert c.pass_rates == GATED_PASS and "1.2" in c.note and "0.34" in c.note
     # a looser guard lets 1.2 through (0.344 >= 0.7 x 0.438); guard 0 is diversity alone
-    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.7).temperature == 1.2
-    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).temperature == 1.2
-    assert choose_temperature(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).by_diversity is None
+    assert apply_temperature_rule(GATED_CURVE, pass_rates=GATED_PASS, guard=0.7).temperature == 1.2
+    assert apply_temperature_rule(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).temperature == 1.2
+    assert apply_temperature_rule(GATED_CURVE, pass_rates=GATED_PASS, guard=0.0).by_diversity is None
 
 
 def test_pass_guard_leaves_alone_what_it_cannot_judge_or_need_not_lower():
     zeros = [0.0] * len(TS)  # nothing passes at any T: nothing to keep, diversity decides
-    c = choose_temperature(GATED_CURVE, pass_rates=zeros, guard=0.9)
+    c = apply_temperature_rule(GATED_CURVE, pass_rates=zeros, guard=0.9)
     assert (c.temperature, c.rule, c.by_diversity) == (1.2, "knee", None)
     even = [0.5] * len(TS)  # the pass rate holds everywhere: no cap
-    assert choose_temperature(WARM_CURVE, pass_rates=even, guard=0.9).temperature == 1.2
+    assert apply_temperature_rule(WARM_CURVE, pass_rates=even, guard=0.9).temperature == 1.2
     # diversity's choice already cooler than the cap: kept
     late_fall = [0.5, 0.5, 0.5, 0.5, 0.5, 0.2, 0.0]
-    assert choose_temperature(WARM_CURVE, pass_rates=late_fall, guard=0.9).temperature == 1.2
+    assert apply_temperature_rule(WARM_CURVE, pass_rates=late_fall, guard=0.9).temperature == 1.2
     # off by default: the pass rates are recorded, diversity decides
-    c = choose_temperature(GATED_CURVE, pass_rates=GATED_PASS)
+    c = apply_temperature_rule(GATED_CURVE, pass_rates=GATED_PASS)
     assert (c.temperature, c.rule, c.pass_rates) == (1.2, "knee", GATED_PASS)
     with pytest.raises(ValueError, match="3 pass rates for 7"):
-        choose_temperature(WARM_CURVE, pass_rates=[0.1, 0.2, 0.3])
+        apply_temperature_rule(WARM_CURVE, pass_rates=[0.1, 0.2, 0.3])
 
 
 def test_pass_guard_cap_walks_up_from_the_best_and_stops_at_the_first_fall():
@@ -142,7 +142,7 @@ def test_rule_settings_are_checked():
     with pytest.raises(UsageError):
         SamplingConfig(temperature="auto", temperature_rule="middle").validate()
     with pytest.raises(UsageError):
-        choose_temperature([])
+        apply_temperature_rule([])
     with pytest.raises(UsageError, match="pass-guard"):
         SamplingConfig(temperature="auto", pass_guard=1.5).validate()
     assert SamplingConfig().pass_guard == 0.0  # off: measured worse than the knee alone over 3 seeds
@@ -163,9 +163,9 @@ def test_diversity_rises_with_temperature_on_the_tiny_model(tiny_model):
     assert d[0] < 0.2 and d[-1] > 0.8  # it rises ...
     assert all(b >= a - 0.1 for i, a in enumerate(d) for b in d[i + 1 :])  # ... and never falls far
     assert min(x for _, x in flat) > 0.8  # the random model: already diverse at 0.6
-    c = choose_temperature(rising)
+    c = apply_temperature_rule(rising)
     assert not c.at_edge and 0.6 < c.temperature < 1.8
-    assert choose_temperature(flat).temperature == 0.6
+    assert apply_temperature_rule(flat).temperature == 0.6
 
 
 @pytest.mark.slow
@@ -207,17 +207,17 @@ def test_diversity_rises_with_temperature_on_a_warm_started_model(tmp_path):
     d = [x for _, x in rows]
     assert d[0] < d[1] < d[2] < d[3], rows  # it rises with T
     assert d[-1] - d[0] > 0.1, rows
-    c = choose_temperature(rows)
+    c = apply_temperature_rule(rows)
     assert not c.at_edge, (c, rows)
     # the judged probe: programs that pass at 0.6, noise at 1.8; the guard never picks hotter
     assert rates[0] > 0.1 and rates[-1] < rates[0] / 2, (rows, rates)
-    guarded = choose_temperature(rows, pass_rates=rates, guard=0.9)
+    guarded = apply_temperature_rule(rows, pass_rates=rates, guard=0.9)
     assert guarded.temperature <= c.temperature and rates[
         [t for t, _ in rows].index(guarded.temperature)
     ] >= 0.9 * max(rates)
     # the spread rule: groups that disagree exist below 1.8, none at 1.8 where nothing passes
     assert spreads[-1] < max(spreads) and max(spreads) > 0, (rows, spreads)
-    s = choose_temperature(rows, rule="spread", pass_rates=rates, spreads=spreads)
+    s = apply_temperature_rule(rows, rule="spread", pass_rates=rates, spreads=spreads)
     assert s.rule == "spread" and s.temperature < 1.8 and s.spreads == spreads
 
 
@@ -235,29 +235,29 @@ def test_reward_spread_is_the_mean_within_group_std():
 
 
 def test_spread_rule_takes_the_largest_reward_spread_hottest_on_a_tie():
-    c = choose_temperature(WARM_CURVE, rule="spread", spreads=SPREAD_SEED0)
+    c = apply_temperature_rule(WARM_CURVE, rule="spread", spreads=SPREAD_SEED0)
     assert (c.temperature, c.rule, c.at_edge) == (1.0, "spread", False)
     assert c.spreads == SPREAD_SEED0
-    assert choose_temperature(WARM_CURVE, rule="spread", spreads=SPREAD_SEED3).temperature == 1.2
+    assert apply_temperature_rule(WARM_CURVE, rule="spread", spreads=SPREAD_SEED3).temperature == 1.2
     tie = [0.1, 0.322, 0.3216, 0.2, 0.1, 0.0, 0.0]  # seed 2's 0.8 and 1.0
     assert by_spread(WARM_CURVE, tie).temperature == 1.0
     assert by_spread(WARM_CURVE, [0.1, 0.33, 0.3, 0.2, 0.1, 0.0, 0.0]).temperature == 0.8  # not a tie
-    edge = choose_temperature(WARM_CURVE, rule="spread", spreads=[0.4, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0])
+    edge = apply_temperature_rule(WARM_CURVE, rule="spread", spreads=[0.4, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0])
     assert edge.temperature == 0.6 and edge.at_edge  # said: a cooler T may do too
 
 
 def test_spread_rule_without_any_spread_falls_back_to_the_knee_and_says_so():
-    c = choose_temperature(WARM_CURVE, rule="spread", spreads=[0.0] * 7)
-    assert c.temperature == choose_temperature(WARM_CURVE).temperature
+    c = apply_temperature_rule(WARM_CURVE, rule="spread", spreads=[0.0] * 7)
+    assert c.temperature == apply_temperature_rule(WARM_CURVE).temperature
     assert c.rule == "spread->knee" and "no probe group has a reward spread" in c.note
 
 
 def test_spread_rule_needs_a_judged_probe_and_a_target_still_wins():
     with pytest.raises(UsageError, match="judge"):
-        choose_temperature(WARM_CURVE, rule="spread")
+        apply_temperature_rule(WARM_CURVE, rule="spread")
     with pytest.raises(ValueError, match="3 reward spreads"):
-        choose_temperature(WARM_CURVE, rule="spread", spreads=[0.1, 0.2, 0.3])
-    assert choose_temperature(LOW_CURVE, rule="spread", target=0.3, spreads=SPREAD_SEED0).rule == "target"
+        apply_temperature_rule(WARM_CURVE, rule="spread", spreads=[0.1, 0.2, 0.3])
+    assert apply_temperature_rule(LOW_CURVE, rule="spread", target=0.3, spreads=SPREAD_SEED0).rule == "target"
 
 
 def test_probe_size_defaults_by_rule_and_rollout_refuses_the_spread_rule():

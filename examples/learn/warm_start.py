@@ -6,7 +6,7 @@
 
 import sys
 
-from mcoder.warmstart import main
+from mcoder.cli.warmstart import main
 
 if __name__ == "__main__":
     sys.exit(main())

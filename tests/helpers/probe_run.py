@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mcoder.engines.hf_engine import HFEngine
 from mcoder.loop.loop import load_problems
-from mcoder.loop.temperature import temperature_by_step
+from mcoder.loop.temperature_stages import loop_temperatures
 from mcoder.models import load_model, load_tokenizer
 from mcoder.rollout.sampling import SamplingConfig
 from mcoder.train import distributed as D
@@ -33,7 +33,7 @@ class CountingEngine(HFEngine):
 def probe(model: str, problems: str, out: Path) -> tuple[float, int]:
     """(T chosen for step 1, prompts this process's engine sampled)."""
     engine = CountingEngine(load_model(model, dtype="float32", device="cpu"), load_tokenizer(model))
-    T = temperature_by_step(SamplingConfig(**SAMPLING).validate(), 3, out / "temperature.json", engine,
+    T = loop_temperatures(SamplingConfig(**SAMPLING).validate(), 3, out / "temperature.json", engine,
                             engine.tokenizer, load_problems(Path(problems)), 1)(1)  # fmt: skip
     return T, CountingEngine.prompts
 

@@ -2,7 +2,7 @@
 
 A downloaded file is untrusted: a 1 KB row can hold a compressed or pickled bomb that expands
 to gigabytes, a structure nested thousands deep, or an integer of millions of digits. Every
-decoder of row data (``process/plain.py``) and the final check of each problem (``process/check.py``) count
+decoder of row data (``process/decoders.py``) and the final check of each problem (``process/check.py``) count
 what they build against these limits; a row over one is skipped with a warning naming the file,
 line, field and budget (``OverBudget``), and counted in the build report. The defaults hold
 every real set we know of (LiveCodeBench's largest private tests included) with room to spare.

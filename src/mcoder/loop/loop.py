@@ -67,7 +67,7 @@ def claim_run_folder(cfg: LoopConfig):
 def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -> Path:
     from mcoder.loop.sample_judge import sample_and_judge
     from mcoder.loop.samplers import make_sampler
-    from mcoder.loop.temperature import temperature_by_step
+    from mcoder.loop.temperature_stages import loop_temperatures
     from mcoder.train.distributed import (
         barrier,
         broadcast_result,
@@ -116,7 +116,7 @@ def _run(cfg: LoopConfig, run: RunFolder, problems: list[Problem], main: bool) -
     ):
         # -------- the sampling temperature: fixed, a staged schedule, or chosen by diversity in
         # stages (the probe dealt over the ranks, each judging its share for the pass-rate guard)
-        temperature = temperature_by_step(
+        temperature = loop_temperatures(
             cfg.sampling, tcfg.seed, run.temperature, sampler.engine, trainer.tokenizer, problems, first_step, judge
         )
         try:

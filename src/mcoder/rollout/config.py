@@ -13,7 +13,7 @@ from typing import Literal
 from mcoder.config import TEXT, ranges
 from mcoder.errors import UsageError
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.rollout.temperature import TemperatureRule, TemperatureSchedule, TemperatureSpec
+from mcoder.rollout.temperature_rules import TemperatureRule, TemperatureSchedule, TemperatureSpec
 
 Engine = Literal["auto", "hf", "vllm"]
 LongPrompts = Literal["skip", "error"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from mcoder.config import TEXT, check_choices, check_ranges, ranges
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
-from mcoder.rollout.temperature import (
+from mcoder.rollout.temperature_rules import (
     DEFAULT_CANDIDATES,
     DEFAULT_GUARD,
     DEFAULT_RISE,
@@ -92,19 +92,19 @@ class SamplingConfig:
     @property
     def probe_size(self) -> int:
         """Problems in the temperature probe: --probe-problems, or the rule's default."""
-        from mcoder.rollout.temperature import SPREAD_PROBE_PROBLEMS
+        from mcoder.rollout.temperature_rules import SPREAD_PROBE_PROBLEMS
 
         if self.probe_problems > 0:
             return self.probe_problems
         return SPREAD_PROBE_PROBLEMS if self.temperature_rule == "spread" else 8
 
-    def choose_temperature(self, engine, tokenizer, probe, seed: int, judge=None, spread=None):
+    def temperature_from_probe(self, engine, tokenizer, probe, seed: int, judge=None, spread=None):
         """(TemperatureChoice, D(T) table): the probe problems sampled at every candidate
         temperature, and T read off by this config's rule; with a ``judge`` the probe is judged
         too (its pass rates and reward spreads recorded in the choice; the spread rule needs
         them) and ``pass_guard`` > 0 caps T. ``spread``: how the probe is dealt out
-        (``temperature.probe_temperatures``)."""
-        from mcoder.rollout.temperature import choose_temperature, probe_temperatures
+        (``temperature_rules.probe_temperatures``)."""
+        from mcoder.rollout.temperature_rules import apply_temperature_rule, probe_temperatures
 
         table, rates, spreads = probe_temperatures(
             engine,
@@ -118,7 +118,7 @@ class SamplingConfig:
             judge=judge,
             spread=spread,
         )
-        choice = choose_temperature(
+        choice = apply_temperature_rule(
             table,
             rule=self.temperature_rule,
             target=self.diversity_target,

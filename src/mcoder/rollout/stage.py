@@ -100,7 +100,7 @@ def _run_one(cfg: RolloutConfig, problems: Path, total: int, resume: bool) -> Ro
         **({"tensor_parallel_size": cfg.tensor_parallel_size} if cfg.tensor_parallel_size > 1 else {}),
     )  # fmt: skip
     probe = budget.fitting(iter_problems(problems, cfg.limit), tokenizer, cfg.probe_size)
-    temperature, table = resolve_temperature(cfg, engine, tokenizer, probe)
+    temperature, table = temperature_from_setting(cfg, engine, tokenizer, probe)
     summary = RolloutSummary(
         out=str(cfg.out), engine=engine.name, temperature=temperature, temperature_table=table
     )
@@ -172,7 +172,7 @@ def _model_name(cfg: RolloutConfig, writer: RecordWriter) -> str:
     return model if cfg.adapter is None else f"{model}+{os.path.abspath(cfg.adapter)}"
 
 
-def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:
+def temperature_from_setting(cfg: RolloutConfig, engine, tokenizer, problems) -> tuple[float, list | None]:
     """The run's temperature: scheduled, fixed, or chosen from measured diversity (and recorded)."""
     if cfg.temperature_schedule is not None:
         t = cfg.temperature_schedule.schedule.at(cfg.step)
@@ -188,7 +188,7 @@ def resolve_temperature(cfg: RolloutConfig, engine, tokenizer, problems) -> tupl
         console.info(f"temperature {saved['temperature']:g} (chosen earlier, see {record})")
         return saved["temperature"], [tuple(r) for r in saved["table"]]
     probe = problems[: cfg.probe_size]  # the first problems whose prompts fit
-    choice, table = cfg.choose_temperature(engine, tokenizer, probe, seed=cfg.seed)
+    choice, table = cfg.temperature_from_probe(engine, tokenizer, probe, seed=cfg.seed)
     show_temperature_table(table, choice, cfg.diversity_measure, len(probe))
     if record is not None:
         text = json.dumps({**_choice(cfg, table, len(probe)), **choice.to_json()}, indent=1) + "\n"

@@ -3,6 +3,6 @@ it gives none.
 
 ``step``: the step (ids, duplicates, interactive problems); ``adapters/``: one module per source
 format (``detect`` a row's shape, ``convert`` it); what the adapters share: ``fields`` (reading a
-row's fields), ``plain`` (bounded decoders), ``statement`` (statement text), ``asserts``
+row's fields), ``decoders`` (bounded decoders), ``statement`` (statement text), ``asserts``
 (assert-based tests), ``check`` (the last check of a converted problem).
 """

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcoder.dataset.budget import OverBudget, Skip
 from mcoder.dataset.collect.sources import RowRef
-from mcoder.dataset.process.plain import Malformed, inflate, json_text, unpickle
+from mcoder.dataset.process.decoders import Malformed, inflate, json_text, unpickle
 
 __all__ = ["OverBudget", "Skip", "json_or_compressed", "json_value", "need", "text"]
 

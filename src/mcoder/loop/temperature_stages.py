@@ -13,7 +13,7 @@ from mcoder.records import Problem
 from mcoder.rollout.sampling import SamplingConfig
 
 
-def temperature_by_step(
+def loop_temperatures(
     sampling: SamplingConfig,
     seed: int,
     record: Path,
@@ -53,7 +53,7 @@ class DiversityStages:
 
     A stage starts at step 1 and, when ``temperature_stage_steps`` is K > 0, at steps 1 + K,
     1 + 2K, ...: the probe problems are sampled at every candidate temperature from the policy of
-    that moment, judged, and T is chosen (``choose_temperature``: by default the ``spread`` rule,
+    that moment, judged, and T is chosen (``apply_temperature_rule``: by default the ``spread`` rule,
     the candidate whose probe groups' rewards differ most; ``knee``/``rise`` read the D(T) table;
     with ``--pass-guard`` the pass rates cap T) and holds until the next stage.
     A choice at an end of the candidates is warned about and recorded (``at_edge``, ``note``).
@@ -101,7 +101,7 @@ class DiversityStages:
 
     def _measure(self, step: int) -> None:
         s = self.sampling
-        choice, table = s.choose_temperature(
+        choice, table = s.temperature_from_probe(
             self.engine, self.tokenizer, self.probe, seed=self.seed + step, judge=self.judge, spread=deal_over_ranks
         )
         chosen = choice.temperature

@@ -1,7 +1,7 @@
 """Diversity-determined temperature (MicroCoder's second idea) and staged temperature schedules.
 
-``select_temperature`` samples a probe set of problems at each candidate temperature and measures
-the mean group diversity D(T) (the table), then ``choose_temperature`` picks from that table. The
+``temperature_from_diversity`` samples a probe set of problems at each candidate temperature and measures
+the mean group diversity D(T) (the table), then ``apply_temperature_rule`` picks from that table. The
 paper asks for a T that avoids both "excessively low temperatures, causing continuous diversity
 decline" and "excessively high ones, leading to drastic fluctuations"; it gives no number. The
 loop's default is the ``spread`` rule below, which reads the judged outcomes; the text rules read
@@ -108,7 +108,7 @@ class TemperatureChoice:
         return asdict(self)
 
 
-def choose_temperature(
+def apply_temperature_rule(
     table: Sequence[tuple[float, float]],
     *,
     rule: TemperatureRule = "knee",
@@ -331,7 +331,7 @@ def _here(fn: Callable[[list[Problem]], Any], problems: list[Problem]) -> list[A
     return [fn(problems)]
 
 
-def select_temperature(
+def temperature_from_diversity(
     engine: Any,
     tokenizer: Any,
     problems: Sequence[Problem],
@@ -346,7 +346,7 @@ def select_temperature(
     measure: str = "lexical",
 ) -> tuple[float, list[tuple[float, float]]]:
     """(chosen temperature, [(T, D(T)) for each candidate]): ``diversity_table`` then
-    ``choose_temperature`` (``rule``, unless ``target`` is given). A choice at an end of the
+    ``apply_temperature_rule`` (``rule``, unless ``target`` is given). A choice at an end of the
     grid is warned about. Every candidate is measured, so the whole table can be printed and recorded.
     """
     table = diversity_table(
@@ -359,7 +359,7 @@ def select_temperature(
         seed=seed,
         measure=measure,
     )
-    choice = choose_temperature(table, rule=rule, target=target, rise=rise)
+    choice = apply_temperature_rule(table, rule=rule, target=target, rise=rise)
     if choice.at_edge:
         warn(f"temperature {choice.temperature:g} is at the edge of the candidates: {choice.note}")
     return choice.temperature, table
