@@ -36,6 +36,36 @@ TEXT = {"text": True}
 (a temperature 'T@STEP,...', candidates '0.6:1.8:0.2'), which the dataclass itself parses in its
 ``__post_init__``."""
 
+SETTING = "setting"
+"""The metadata key of the settings marker (``not_setting``, ``setting_when``): whether a field
+changes what an output holds. A field without it does, and is recorded (``output_settings``)."""
+
+
+def not_setting(why: str, **more: Any) -> dict[str, Any]:
+    """A field's metadata: the field changes how a run goes (how many workers, how long to wait,
+    where logs go) or names an input or the output, never what is written; ``why`` says which.
+    Left out of the settings an output records (its ``OUT.meta.json``, compared on a resume) and
+    of the judge's cache key. ``more``: further metadata (``TEXT``, ``card=False``)."""
+    return {SETTING: False, "why": why, **more}
+
+
+def setting_when(test: Callable[[Any], bool], why: str, **more: Any) -> dict[str, Any]:
+    """A field's metadata: a setting recorded only when ``test(config)`` holds (a field that has
+    no effect otherwise, as the temperature choice's fields without ``--temperature auto``)."""
+    return {SETTING: test, "why": why, **more}
+
+
+def is_setting(f: Any, obj: Any) -> bool:
+    """Whether the dataclass field ``f`` of ``obj`` changes the output (see ``SETTING``)."""
+    marker = f.metadata.get(SETTING, True)
+    return marker(obj) if callable(marker) else bool(marker)
+
+
+def output_settings(obj: Any) -> dict[str, Any]:
+    """The fields of a config dataclass that change the output, in declaration order: what an
+    output records as its settings. A field is one unless marked (``not_setting``)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if is_setting(f, obj)}
+
 
 @dataclass(frozen=True)
 class FieldDoc:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from mcoder.config import not_setting, output_settings
 from mcoder.errors import UsageError
 from mcoder.train.card import CARD, write_model_card
 
@@ -35,22 +37,22 @@ NOT_MODEL = frozenset({"trainer", "samples.jsonl", "metrics.json", CARD})
 
 @dataclass
 class ExportJob:
-    checkpoint: Path
+    checkpoint: Path = field(metadata=not_setting("the input, compared by content"))
     """A checkpoint folder written by ``mcoder train`` (or a loop's RUN/checkpoint)."""
-    out: Path
+    out: Path = field(metadata=not_setting("the output"))
     """Folder to write the model to."""
     merge_lora: bool = False
     """LoRA checkpoints: merge the adapter into the base weights (a full model vLLM serves alone)."""
-    bench: Path | None = None
+    bench: Path | None = field(default=None, metadata=not_setting("an input, compared by content"))
     """A bench table (markdown) for the model card; default CKPT/../bench.md when it exists."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=not_setting("whether to start over"))
     """Write OUT again even when it holds this export."""
 
 
 def export_checkpoint(job: ExportJob) -> Path:
     """Copy (or merge) the policy of ``job.checkpoint`` into ``job.out``, with its model card."""
     from mcoder.models import check_model_dir
-    from mcoder.outputs import claim_output, naming_output, temp_folder
+    from mcoder.outputs import Job, execute
     from mcoder.train.trainer import CONFIG_FILE, read_state, state_dir, weights_folder
 
     ckpt = Path(job.checkpoint)
@@ -73,41 +75,58 @@ def export_checkpoint(job: ExportJob) -> Path:
         raise UsageError(
             f"--bench {job.bench}: no such file", hint="pass a table written by mcoder bench --markdown"
         )
-    with claim_output(
-        job.out,
-        stage="export",
-        settings={"merge_lora": job.merge_lora},
-        inputs={"checkpoint": ckpt, "bench": job.bench},
+    claimed = Job(
+        out=job.out, inputs={"checkpoint": ckpt, "bench": job.bench}, settings=output_settings(job),
         overwrite=job.overwrite,
-        kind="dir",
-        expect=(CARD,),
-    ) as claim:
-        if claim.finished:
-            from mcoder.console import info
+    )  # fmt: skip
+    return execute(_ExportStage(job, ckpt, folder, sharded, settings, state, bench), claimed)
 
-            info(claim.finished_message)
-            return Path(job.out)
+
+@dataclass
+class _ExportStage:
+    """``mcoder export`` as a stage (``mcoder.outputs.Stage``), the checkpoint read and checked."""
+
+    job: ExportJob
+    ckpt: Path
+    folder: Any
+    sharded: bool
+    settings: dict
+    state: dict
+    bench: Path
+    name = "export"
+    kind = "dir"
+    expect = (CARD,)
+
+    def finished(self, claimed, claim) -> Path:
+        from mcoder.console import info
+
+        info(claim.finished_message)
+        return Path(self.job.out)
+
+    def run(self, claimed, claim) -> Path:
+        from mcoder.outputs import naming_output, temp_folder
+
+        job, ckpt, folder, settings = self.job, self.ckpt, self.folder, self.settings
         tmp = temp_folder(job.out)  # removes what an export killed half-way left
         try:
             with naming_output(job.out):  # a full disk names --out, not the checkpoint file being copied
                 if job.merge_lora:
                     _merge(folder, settings.get("dtype", "float32"), tmp)
                     weights = f"LoRA adapter (rank {settings.get('lora_rank', '?')}) merged into the base weights"
-                elif sharded:
+                elif self.sharded:
                     _copy_model_files(ckpt, tmp)  # config and tokenizer; the weights next
                     _write_sharded(ckpt, settings, tmp)
                     weights = None
                 else:
                     _copy_model_files(ckpt, tmp)
                     weights = None
-                write_model_card(tmp, state, settings, bench=bench, weights=weights)
+                write_model_card(tmp, self.state, settings, bench=self.bench, weights=weights)
             if Path(job.out).exists():
                 shutil.rmtree(job.out)
             os.replace(tmp, job.out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        claim.mark_finished()
-    return Path(job.out)
+        return Path(job.out)
 
 
 def _copy_model_files(ckpt: Path, dest: Path) -> None:

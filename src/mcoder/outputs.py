@@ -1,17 +1,25 @@
 """Outputs you can trust: one writer per output, resume only what still matches, nothing of the
 user's overwritten.
 
-Every stage that writes a file or a folder ``OUT`` claims it first::
+Every stage that writes a file or a folder ``OUT`` claims it first, through ``execute``: the
+stage (``Stage``: its name, what its output looks like, how to run into it) and the job (``Job``:
+the output, the inputs, the settings that decide the content, ``--overwrite``)::
 
-    with claim_output(out, stage="judge", settings={"compare": "strict", ...},
-                      inputs={"problems": problems_path, "rollouts": rollouts_path},
-                      overwrite=overwrite, expect=("rollout_id",)) as claim:
-        if claim.finished:
+    @dataclass
+    class JudgeStage:
+        name, kind, expect = "judge", "jsonl", ("rollout_id",)
+
+        def finished(self, job, claim):
             console.info(claim.finished_message)
-            return
-        with RecordWriter(out, "rollout_id", resume=claim.resume) as writer:
-            ...
-        claim.mark_finished()
+
+        def run(self, job, claim):
+            with RecordWriter(job.out, "rollout_id", resume=claim.resume) as writer:
+                ...
+
+    execute(JudgeStage(...), Job(out, {"problems": problems_path, "rollouts": rollouts_path},
+                                 settings={"compare": "strict", ...}, overwrite=overwrite))
+
+``execute`` holds ``claim_output`` around the run and marks the output finished after it.
 
 Three things happen before the stage reads its inputs or writes anything:
 
@@ -89,10 +97,10 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from mcoder import __version__
 from mcoder.errors import EnvironmentMissing, UsageError
@@ -295,6 +303,73 @@ def claim_output(
             raise
         if aside is not None:
             shutil.rmtree(aside)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One output to make: where it goes, what it is made from, the settings that decide what it
+    holds (only those: ``mcoder.config.output_settings``), and whether to start over."""
+
+    out: str | os.PathLike
+    inputs: Mapping[str, str | os.PathLike | None]
+    """name -> path of each input file or folder, compared by content on a resume."""
+    settings: Mapping[str, Any]
+    overwrite: bool = False
+
+
+R = TypeVar("R")
+
+
+class Stage(Protocol[R]):
+    """What a stage that writes a resumable output provides to ``execute``. A description of
+    the shape, not a base class: a stage is any object with these."""
+
+    name: str
+    """The writer's name in the sidecar ("rollout", "judge", ...)."""
+    kind: str
+    """"jsonl" (a file, resumed through ``OUT.part``) or "dir" (a folder)."""
+    expect: Sequence[str]
+    """What an output of this stage has (``claim_output``'s ``expect``)."""
+
+    def run(self, job: Job, claim: Claim) -> R:
+        """Make the output (``claim.resume``: continue an unfinished one); the stage's result."""
+        ...
+
+    def finished(self, job: Job, claim: Claim) -> R:
+        """The output is already finished with these settings and inputs: say so, and the result."""
+        ...
+
+
+def execute(stage: Stage[R], job: Job, *, share: Callable[[Callable[[], Claim]], Claim] | None = None) -> R:
+    """Claim ``job.out`` for ``stage`` (see the module), then run the stage into it and mark it
+    finished, or let the stage say that it is finished already. The one way a stage claims its
+    output. ``share``: under torchrun, how one process claims and every process gets the claim
+    (``train.distributed.broadcast_result``); the process that holds it marks it finished."""
+    held = []
+
+    def hold() -> Claim:
+        claim = stack.enter_context(
+            claim_output(
+                job.out,
+                stage=stage.name,
+                settings=job.settings,
+                inputs=job.inputs,
+                overwrite=job.overwrite,
+                kind=stage.kind,
+                expect=stage.expect,
+            )
+        )
+        held.append(claim)
+        return claim
+
+    with contextlib.ExitStack() as stack:
+        claim = hold() if share is None else share(hold)
+        if claim.finished:
+            return stage.finished(job, claim)
+        result = stage.run(job, claim)
+        if held:
+            claim.mark_finished()
+    return result
 
 
 def _say_unchecked(claim: Claim, named: Mapping[str, str]) -> None:

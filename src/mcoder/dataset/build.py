@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcoder.console import info, progress
@@ -35,7 +36,7 @@ from mcoder.dataset.report import Removal, StageResult, report_paths, write_repo
 from mcoder.dataset.tally import Tally, render
 from mcoder.errors import DataError
 from mcoder.jsonl import RecordWriter
-from mcoder.outputs import check_document, claim_output, sidecar_path
+from mcoder.outputs import Claim, Job, check_document, execute, sidecar_path
 from mcoder.records import Problem
 
 PROBLEM_FIELDS = ("id", "source", "question", "tests")  # what an earlier output's first record has
@@ -47,28 +48,37 @@ def build(config: BuildConfig) -> Tally:
     sources = find_sources(config.sources, tally, config.limits)
     for doc in report_paths(config.report) if config.report else ():  # refused before any work
         check_document(doc, stage="dataset build", flag="--report", inputs={"out": config.out, **_inputs(config, sources)})
-    with claim_output(
-        config.out,
-        stage="dataset build",
-        settings=config.settings(),
-        inputs=_inputs(config, sources),
-        overwrite=config.overwrite,
-        expect=PROBLEM_FIELDS,
-    ) as claim:
-        if claim.finished:
-            with open(config.out, "rb") as f:
-                tally.problems = sum(1 for line in f if line.strip())
-            info(f"{claim.finished_message}; {tally.problems} problems")
-            if config.report:
-                info(f"{config.report} is left as it is: nothing was built")
-            return tally
+    job = Job(out=config.out, inputs=_inputs(config, sources), settings=config.settings(), overwrite=config.overwrite)
+    return execute(BuildStage(config, sources, tally), job)
+
+
+@dataclass
+class BuildStage:
+    """``mcoder dataset build`` as a stage (``mcoder.outputs.Stage``): the counts."""
+
+    config: BuildConfig
+    sources: list[Source]
+    tally: Tally
+    name = "dataset build"
+    kind = "jsonl"
+    expect = PROBLEM_FIELDS
+
+    def finished(self, job: Job, claim: Claim) -> Tally:
+        config, tally = self.config, self.tally
+        with open(config.out, "rb") as f:
+            tally.problems = sum(1 for line in f if line.strip())
+        info(f"{claim.finished_message}; {tally.problems} problems")
+        if config.report:
+            info(f"{config.report} is left as it is: nothing was built")
+        return tally
+
+    def run(self, job: Job, claim: Claim) -> Tally:
         try:
-            _run(config, sources, tally, resume=claim.resume)
+            _run(self.config, self.sources, self.tally, resume=claim.resume)
         except BaseException:  # bad data, a bug or an interrupt: an output holding nothing goes
-            _forget(config.out)
+            _forget(self.config.out)
             raise
-        claim.mark_finished()
-    return tally
+        return self.tally
 
 
 def _inputs(config: BuildConfig, sources: list[Source]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcoder.config import ranges
+from mcoder.config import not_setting, output_settings, ranges, setting_when
 from mcoder.dataset.budget import Limits
 from mcoder.dataset.filter.steps import FilterConfig
 from mcoder.dataset.verify.step import VerifyConfig
@@ -56,9 +56,22 @@ class BuildConfig:
         if self.limits != Limits():  # the defaults add nothing, so earlier outputs still resume
             out["limits"] = dataclasses.asdict(self.limits)
         if self.verify is not None:
-            v = dataclasses.asdict(self.verify)
-            out |= {f"verify_{k}": v[k] for k in sorted(v) if k != "workers"}
+            v = output_settings(self.verify)
+            out |= {f"verify_{k}": v[k] for k in sorted(v)}
         return out
+
+
+# What the difficulty stages record as settings: every field but these (mcoder.config.not_setting)
+INPUT = not_setting("an input, compared by content")
+OUTPUT = not_setting("the output")
+OVERWRITE = not_setting("whether to start over")
+
+
+def _expected(cfg: PredictConfig) -> bool:
+    return cfg.scoring != "generate"
+
+
+GENERATED = setting_when(lambda cfg: not _expected(cfg), "sampling: no effect on an expected score")
 
 
 # ----------------------------------------------------------------------------- difficulty stages
@@ -134,42 +147,42 @@ def parse_pair(text: str, flag_name: str) -> tuple[float, float]:
 @dataclass(kw_only=True)
 class PredictConfig:
     # --- inputs and outputs
-    problems: str
+    problems: str = field(metadata=INPUT)
     """Problems JSONL (from dataset build)."""
-    model: str
+    model: str = field(metadata=INPUT)
     """Model folder (transformers format, with a chat template) that rates each problem."""
-    out: str
+    out: str = field(metadata=OUTPUT)
     """Scores JSONL: one record per problem (status ok, malformed or too_long); resumed when rerun."""
-    adapter: str | None = None
+    adapter: str | None = field(default=None, metadata=INPUT)
     """PEFT LoRA adapter folder applied to the model."""
     limit: int | None = None
     """Rate only the first N problems."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=OVERWRITE)
     """Start over instead of continuing an earlier output."""
     # --- rating
     dimension: tuple[str, ...] = DEFAULT_DIMENSIONS
     """A difficulty dimension and its weight, NAME=WEIGHT (repeatable; given once, it replaces the
     defaults, which are mcoder's choice: the paper's other dimensions and its weights are not public)."""
-    scoring: str = "generate"
+    scoring: str = field(default="generate", metadata=setting_when(_expected, "recorded when not the default, so older outputs resume"))
     """generate: the model writes its answer and each `name: score` line is read (malformed answers
     retried); expected: nothing is generated, each dimension's score is the expected rating under
     the model's next-token probabilities after `name: ` (G-Eval's probability-weighted score), which
     any causal LM gives; --max-tokens, --temperature, --retries and --seed do not apply."""
-    max_tokens: int = 96
+    max_tokens: int = field(default=96, metadata=GENERATED)
     """Most tokens of one answer."""
-    temperature: float = 0.0
+    temperature: float = field(default=0.0, metadata=GENERATED)
     """Sampling temperature of the first answer (0: greedy)."""
-    retries: int = 2
+    retries: int = field(default=2, metadata=GENERATED)
     """Asks again after a malformed answer (at --retry-temperature, new seeds); then the problem is
     recorded as malformed and left unscored."""
-    retry_temperature: float = 0.7
+    retry_temperature: float = field(default=0.7, metadata=GENERATED)
     """Sampling temperature of the retries (a greedy retry would repeat the same answer)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=GENERATED)
     """Run seed; each problem's answers are seeded from it, the problem id and the attempt."""
     # --- engine
     engine: str = "auto"
     """auto (vLLM when installed, else hf), hf or vllm."""
-    batch_size: int = 32
+    batch_size: int = field(default=32, metadata=not_setting("problems per engine call"))
     """Problems rated per engine call."""
 
     def validate(self) -> PredictConfig:
@@ -181,31 +194,24 @@ class PredictConfig:
         return self
 
     def settings(self) -> dict:
-        """What decides the scores written (a rerun continues only with the same). ``scoring`` is
-        left out when it is ``generate``, so an output made before the option existed still
-        resumes, while one of the other mode is refused; in ``expected`` mode the sampling
-        settings, which do not change a score, are left out."""
-        import dataclasses
-
-        skip = {"problems", "model", "adapter", "out", "overwrite", "batch_size"}
-        if self.scoring == "generate":
-            skip.add("scoring")
-        else:
-            skip |= {"max_tokens", "temperature", "retries", "retry_temperature", "seed"}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
+        """What decides the scores written (a rerun continues only with the same): the fields not
+        marked otherwise. ``scoring`` is left out when it is ``generate``, so an output made before
+        the option existed still resumes, while one of the other mode is refused; in ``expected``
+        mode the sampling settings, which do not change a score, are left out."""
+        return output_settings(self)
 
 
 @ranges(heldout_share="[0, 1)", min_samples=">= 1", seed="finite")
 @dataclass(kw_only=True)
 class CalibrateConfig:
     # --- inputs and outputs
-    scores: str
+    scores: str = field(metadata=INPUT)
     """Scores JSONL from `dataset difficulty predict`."""
-    verdicts: tuple[str, ...]
+    verdicts: tuple[str, ...] = field(metadata=INPUT)
     """Verdicts JSONL of the reference model on (some of) the scored problems (repeatable)."""
-    out: str
+    out: str = field(metadata=OUTPUT)
     """Calibration file (one JSON line): the monotone fit and its held-out figures."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=OVERWRITE)
     """Make the calibration again even when one with these settings and inputs exists."""
     # --- fit
     heldout_share: float = 0.25
@@ -225,15 +231,15 @@ class CalibrateConfig:
 @dataclass(kw_only=True)
 class SelectConfig:
     # --- inputs and outputs
-    problems: str
+    problems: str = field(metadata=INPUT)
     """Problems JSONL to select from."""
-    scores: str
+    scores: str = field(metadata=INPUT)
     """Scores JSONL from `dataset difficulty predict` on these problems."""
-    calibration: str
+    calibration: str = field(metadata=INPUT)
     """Calibration file from `dataset difficulty calibrate`."""
-    out: str
+    out: str = field(metadata=OUTPUT)
     """Selected problems JSONL, each with meta difficulty_score, predicted_pass_rate, difficulty_class."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=OVERWRITE)
     """Start over instead of continuing an earlier output."""
     # --- selection
     keep_predicted: str | None = None

@@ -41,14 +41,13 @@ from typing import Any
 
 import orjson
 
-from mcoder.config import ranges
+from mcoder.config import output_settings, ranges
 from mcoder.console import warn
 from mcoder.errors import DataError, McoderError, UsageError
 from mcoder.integrations.columns import load_problems, record
 from mcoder.jsonl import dumps
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.harness import STDERR_TAIL
-from mcoder.judge.stage import NOT_SETTINGS
 from mcoder.records import Problem, Rollout
 
 API_VERSION = 1
@@ -110,7 +109,7 @@ class Admission:
 
 def settings_of(cfg: JudgeConfig) -> dict[str, Any]:
     """The judge settings that decide verdicts (what a client checks before trusting a service)."""
-    return {f: getattr(cfg, f) for f in cfg.__dataclass_fields__ if f not in NOT_SETTINGS}
+    return output_settings(cfg)
 
 
 # ---------------------------------------------------------------- the two endpoints' logic (sync)

@@ -20,19 +20,15 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from mcoder.judge.config import JudgeConfig
+from mcoder.config import is_setting
+from mcoder.judge.config import NOT_AN_OUTCOME, JudgeConfig
 
-# The JudgeConfig fields that cannot change an outcome, each with the reason. Every other field
-# is in the key (``limits_key`` reads the dataclass's fields, so a field added later is keyed
-# unless it is named here, with its reason).
-NOT_IN_KEY = {
-    "workers": "how many candidates run at once, not how one runs (each slot has its own CPU share)",
-    "reward": "turns an outcome into a reward after the cache; the outcome does not depend on it "
-    "(early_exit, which it sets by default, is keyed)",
-    "first_uid": "which unused user id a slot's candidates run as",
-    "cache_size": "how many outcomes are kept, not what they are",
-    "cache": "whether outcomes are kept at all",
-}
+
+def keyed(f: dataclasses.Field, cfg: JudgeConfig) -> bool:
+    """Whether the JudgeConfig field ``f`` can change an outcome: a setting of the verdicts
+    (``mcoder.config.not_setting`` marks those that are not) that is not marked as applied after
+    the outcome (``NOT_AN_OUTCOME``). A field added later is keyed unless marked, with its reason."""
+    return is_setting(f, cfg) and f.metadata.get(NOT_AN_OUTCOME, True)
 
 
 def limits_key(cfg: JudgeConfig, libraries: str | None = None) -> str:
@@ -40,7 +36,7 @@ def limits_key(cfg: JudgeConfig, libraries: str | None = None) -> str:
     a problem's programs actually see (``auto`` resolves per problem), in place of the field."""
     values = []
     for f in dataclasses.fields(cfg):
-        if f.name in NOT_IN_KEY:
+        if not keyed(f, cfg):
             continue
         value = getattr(cfg, f.name)
         if f.name == "libraries" and libraries is not None:

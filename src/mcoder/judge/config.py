@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from mcoder.config import check_choices, check_ranges, ranges
+from mcoder.config import check_choices, check_ranges, not_setting, ranges
 from mcoder.errors import UsageError
 from mcoder.judge.libraries import platform_packages
 
@@ -14,6 +14,13 @@ Reward = Literal["binary", "fraction"]
 LibraryProfile = Literal["auto", "contest", "atcoder", "leetcode", "none"]
 REWARDS: tuple[str, ...] = get_args(Reward)
 LIBRARY_PROFILES: tuple[str, ...] = get_args(LibraryProfile)
+NOT_AN_OUTCOME = "outcome"
+
+
+def not_an_outcome(why: str) -> dict:
+    """A field's metadata: a setting of the verdicts that leaves a program's outcome (what the
+    cache keeps) as it is; left out of the cache key (``judge.cache.limits_key``)."""
+    return {NOT_AN_OUTCOME: False, "why": why}
 
 
 class Compare(str):
@@ -43,7 +50,9 @@ def default_workers() -> int:
 @dataclass(slots=True)
 class JudgeConfig:
     # --- pool
-    workers: int = 0
+    workers: int = field(default=0, metadata=not_setting(
+        "how many candidates run at once, not how one runs (each slot has its own CPU share)"
+    ))
     """Candidates judged at once, each in its own warm worker (0 = one per core)."""
 
     # --- limits, per test
@@ -72,7 +81,10 @@ class JudgeConfig:
     # --- grading
     compare: Compare = "microcoder"
     """Output comparison: microcoder (tolerant chain) or strict (LiveCodeBench's rules)."""
-    reward: Reward = "binary"
+    reward: Reward = field(default="binary", metadata=not_an_outcome(
+        "turns an outcome into a reward after the cache; the outcome does not depend on it "
+        "(early_exit, which it sets by default, is keyed)"
+    ))
     """binary: 1 when every test passes, else 0; fraction: the share of tests passed."""
     early_exit: bool | None = None
     """Stop a candidate at its first failing test (None: on for binary rewards, off for fraction)."""
@@ -80,7 +92,7 @@ class JudgeConfig:
     # --- isolation
     unsafe_no_sandbox: bool = False
     """Run candidates as this user, with network and files reachable: only inside outer isolation."""
-    first_uid: int = 61000
+    first_uid: int = field(default=61000, metadata=not_setting("which unused user id a slot's candidates run as"))
     """First of the unused user ids that candidates run as (two per worker slot: programs, checks)."""
     allow_packages: tuple[str, ...] = ()
     """Installed third-party packages a program may import beyond ``libraries``
@@ -93,9 +105,9 @@ class JudgeConfig:
     only). Nothing else of the host's Python."""
 
     # --- speed
-    cache_size: int = 20_000
+    cache_size: int = field(default=20_000, metadata=not_setting("how many outcomes are kept, not what they are"))
     """Outcomes kept by (program, tests, limits) so that identical programs run once (~4 KB each at most)."""
-    cache: bool = True
+    cache: bool = field(default=True, metadata=not_an_outcome("whether outcomes are kept at all"))
     """Reuse outcomes of identical programs (within a batch and across batches). A program whose
     outcome varies between runs (random, time-dependent) then keeps its first outcome for the
     whole run; ``cache=False`` (``--no-cache``) runs every rollout."""

@@ -10,12 +10,13 @@ of thousands of verdicts never sit in memory; the merged file is written in a se
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcoder import console
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import RecordWriter, display_name, iter_objects
-from mcoder.outputs import claim_output
+from mcoder.outputs import Claim, Job, execute
 from mcoder.records import Rollout, Verdict, from_dict
 
 SHOWN_IDS = 5  # missing ids named in an error
@@ -31,23 +32,36 @@ def merge_verdicts(
     if not parts:
         raise UsageError("--merge needs the verdict files of the shards", hint="e.g. --merge v.*.jsonl")
     inputs = {f"part {i + 1}": p for i, p in enumerate(parts)} | {"rollouts": rollouts}
-    with claim_output(
-        out, stage="judge --merge", settings={"parts": len(parts)}, inputs=inputs,
-        overwrite=overwrite, expect=("rollout_id",),
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            return 0
-        seen = _index_parts(parts)
-        if rollouts is not None:
-            _check_against_rollouts(seen, rollouts, len(parts))
-        with RecordWriter(out, "rollout_id", resume=False) as writer:
-            for part in parts:
+    job = Job(out=out, inputs=inputs, settings={"parts": len(parts)}, overwrite=overwrite)
+    merged = execute(MergeStage(parts, rollouts), job)
+    if merged is not None:
+        console.info(f"merged {merged} verdicts from {len(parts)} parts")
+    return merged or 0
+
+
+@dataclass
+class MergeStage:
+    """``mcoder judge --merge`` as a stage (``mcoder.outputs.Stage``): the number of verdicts
+    merged; None when finished earlier."""
+
+    parts: Sequence[Path | str]
+    rollouts: Path | str | None
+    name = "judge --merge"
+    kind = "jsonl"
+    expect = ("rollout_id",)
+
+    def finished(self, job: Job, claim: Claim) -> None:
+        console.info(claim.finished_message)
+
+    def run(self, job: Job, claim: Claim) -> int:
+        seen = _index_parts(self.parts)
+        if self.rollouts is not None:
+            _check_against_rollouts(seen, self.rollouts, len(self.parts))
+        with RecordWriter(job.out, "rollout_id", resume=False) as writer:
+            for part in self.parts:
                 for _, obj in iter_objects(part):
                     writer.write(obj)
-        claim.mark_finished()
-    console.info(f"merged {len(seen)} verdicts from {len(parts)} parts")
-    return len(seen)
+        return len(seen)
 
 
 def _index_parts(parts: Sequence[Path | str]) -> dict[str, tuple[str, int, str]]:

@@ -17,11 +17,12 @@ from pathlib import Path
 from rich.progress import TextColumn
 
 from mcoder import console
+from mcoder.config import output_settings
 from mcoder.errors import DataError, UsageError
 from mcoder.jsonl import RecordWriter, UniqueIds, display_name, index_records, read_numbered
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
-from mcoder.outputs import claim_output
+from mcoder.outputs import Claim, Job, execute
 from mcoder.records import STATUSES, Problem, Rollout, Verdict
 
 BATCH_PER_WORKER = 32  # rollouts handed to the pool at once, per worker: enough to keep it busy
@@ -95,14 +96,10 @@ def numbered_rollouts(path: Path | str) -> Iterator[tuple[int, Rollout]]:
     return read_numbered(path, Rollout)
 
 
-# Judge settings that do not change a verdict: left out of the output's settings record.
-NOT_SETTINGS = ("workers", "first_uid", "cache_size")
-
-
 def judge_settings(cfg: JudgeConfig, shard: Shard) -> dict:
-    """What decides the verdicts written: limits, comparison, reward, early exit, the shard."""
-    settings = {f: getattr(cfg, f) for f in cfg.__dataclass_fields__ if f not in NOT_SETTINGS}
-    return {**settings, "shard": f"{shard.index}/{shard.count}"}
+    """What decides the verdicts written: limits, comparison, reward, early exit (every field not
+    marked ``mcoder.config.not_setting``), the shard."""
+    return {**output_settings(cfg), "shard": f"{shard.index}/{shard.count}"}
 
 
 def judge_files(
@@ -118,27 +115,44 @@ def judge_files(
     The inputs are read and checked whole before anything is written (``outputs.py`` for the
     lock, the settings check and what ``--overwrite`` does)."""
     inputs = {"problems": problems_path, "rollouts": rollouts_path}
-    with claim_output(
-        out, stage="judge", settings=judge_settings(cfg, shard), inputs=inputs,
-        overwrite=overwrite, expect=("rollout_id",),
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            return Counter()
-        problems = index_records(problems_path, Problem, key=lambda p: p.id)
+    job = Job(out=out, inputs=inputs, settings=judge_settings(cfg, shard), overwrite=overwrite)
+    done = execute(JudgeStage(cfg, problems_path, rollouts_path, shard), job)
+    if done is None:
+        return Counter()
+    counts, t0, resumed = done
+    _summary(counts, time.monotonic() - t0, resumed)
+    return counts
+
+
+@dataclass
+class JudgeStage:
+    """``mcoder judge`` as a stage (``mcoder.outputs.Stage``): the status counts, when this run
+    started judging and how many verdicts were already written; None when finished earlier."""
+
+    cfg: JudgeConfig
+    problems_path: Path | str
+    rollouts_path: Path | str
+    shard: Shard
+    name = "judge"
+    kind = "jsonl"
+    expect = ("rollout_id",)
+
+    def finished(self, job: Job, claim: Claim) -> None:
+        console.info(claim.finished_message)
+
+    def run(self, job: Job, claim: Claim) -> tuple[Counter, float, int]:
+        problems = index_records(self.problems_path, Problem, key=lambda p: p.id)
         if not problems:
-            raise DataError("no problems in the file", path=display_name(problems_path))
-        rollouts = read_rollouts(rollouts_path, problems, shard)
+            raise DataError("no problems in the file", path=display_name(self.problems_path))
+        rollouts = read_rollouts(self.rollouts_path, problems, self.shard)
         counts: Counter = Counter()
-        with RecordWriter(out, "rollout_id", resume=claim.resume) as writer:
+        with RecordWriter(job.out, "rollout_id", resume=claim.resume) as writer:
             todo = [r for r in rollouts if r.id not in writer.done]
             if writer.resumed:
-                console.info(f"resuming: {writer.resumed} verdicts already in {out}")
+                console.info(f"resuming: {writer.resumed} verdicts already in {job.out}")
             t0 = time.monotonic()
-            _run(cfg, problems, todo, writer, counts)
-        claim.mark_finished()
-    _summary(counts, time.monotonic() - t0, writer.resumed)
-    return counts
+            _run(self.cfg, problems, todo, writer, counts)
+        return counts, t0, writer.resumed
 
 
 def _run(

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mcoder.config import TEXT, ranges
+from mcoder.config import TEXT, not_setting, ranges
 from mcoder.errors import UsageError
-from mcoder.rollout.sampling import SamplingConfig
+from mcoder.rollout.sampling import AUTO_ONLY, SamplingConfig
 from mcoder.rollout.temperature_rules import TemperatureRule, TemperatureSchedule, TemperatureSpec
 
 Engine = Literal["auto", "hf", "vllm"]
+INPUT = not_setting("an input, compared by content (moving or copying it is no change)")
 LongPrompts = Literal["skip", "error"]
 
 
@@ -26,17 +27,17 @@ LongPrompts = Literal["skip", "error"]
 @dataclass(kw_only=True)
 class RolloutConfig(SamplingConfig):
     # --- inputs and outputs
-    problems: Path
+    problems: Path = field(metadata=INPUT)
     """Problems JSONL ('-' for stdin)."""
-    model: str
+    model: str = field(metadata=INPUT)
     """Model folder in transformers format (weights, config, tokenizer with a chat template)."""
-    out: Path
+    out: Path = field(metadata=not_setting("the output"))
     """Rollouts JSONL ('-' for stdout); resumed when an unfinished run left OUT.part."""
-    adapter: Path | None = None
+    adapter: Path | None = field(default=None, metadata=INPUT)
     """PEFT LoRA adapter folder: attached in hf, hot-loaded per request in vLLM."""
     limit: int | None = None
     """Use only the first N problems."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=not_setting("whether to start over"))
     """Start over instead of resuming."""
 
     # --- sampling
@@ -44,8 +45,8 @@ class RolloutConfig(SamplingConfig):
     n: int = 8
     max_tokens: int = 1024
     temperature: TemperatureSpec | None = field(default=None, metadata=TEXT)
-    probe_problems: int = 16
-    temperature_rule: TemperatureRule = "knee"  # spread is the loop's: it needs the probe judged
+    probe_problems: int = field(default=16, metadata=AUTO_ONLY)
+    temperature_rule: TemperatureRule = field(default="knee", metadata=AUTO_ONLY)  # spread is the loop's: it needs the probe judged
     temperature_schedule: TemperatureSpec | None = field(default=None, metadata=TEXT)
     """Staged temperatures 'T@STEP,...' (e.g. '0.6@0,1.2@140'); with --step, picks the stage's T."""
     step: int = 0
@@ -58,6 +59,13 @@ class RolloutConfig(SamplingConfig):
     """Run seed; each problem's samples are seeded from it and the problem id."""
     policy_version: int = 0
     """Policy version written into each record and its id (the trainer's step)."""
+    # the loop's temperature-choice fields (their defaults the loop's): unused by rollout
+    pass_guard: float = field(
+        default=SamplingConfig.pass_guard, metadata=not_setting("the loop's: rollout judges no probe")
+    )
+    temperature_stage_steps: int = field(
+        default=SamplingConfig.temperature_stage_steps, metadata=not_setting("the loop's: rollout runs one step")
+    )
     long_prompts: LongPrompts = "skip"
     """A prompt longer than the model's context minus max_tokens: skip (counted and named in the
     summary) or error (exit 3 before any sampling)."""
@@ -65,13 +73,13 @@ class RolloutConfig(SamplingConfig):
     # --- engine
     engine: Engine = "auto"
     """auto (vLLM when installed, else hf), hf or vllm."""
-    batch_size: int = 32
+    batch_size: int = field(default=32, metadata=not_setting("how many rows go through at once (seeded per problem)"))
     """hf: rows (problem x sample) decoded together; problems handed to the engine per call."""
-    tensor_parallel_size: int = 1
+    tensor_parallel_size: int = field(default=1, metadata=not_setting("how a model copy is split over GPUs"))
     """vllm: GPUs one model copy is split over (vLLM tensor parallelism)."""
-    data_parallel_size: int = 1
+    data_parallel_size: int = field(default=1, metadata=not_setting("how many replicas share the problems"))
     """vllm: engine replicas, each a process on its own tensor_parallel_size GPUs (problems dealt out)."""
-    quiet: bool = False
+    quiet: bool = field(default=False, metadata=not_setting("what is shown"))
     """No progress bar or tables."""
 
     def _parse(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcoder.config import TEXT, check_choices, check_ranges, ranges
+from mcoder.config import TEXT, check_choices, check_ranges, ranges, setting_when
 from mcoder.errors import UsageError
 from mcoder.rollout.diversity import MEASURES
 from mcoder.rollout.temperature_rules import (
@@ -21,6 +21,11 @@ from mcoder.rollout.temperature_rules import (
     parse_candidates,
     temperature_spec,
 )
+
+AUTO_ONLY = setting_when(
+    lambda cfg: cfg.temperature == "auto", "how T is chosen: no effect unless the temperature is auto"
+)
+"""Metadata of the temperature choice's fields: a setting of an output only with temperature auto."""
 
 
 @ranges(
@@ -38,25 +43,25 @@ class SamplingConfig:
     """Sampling temperature: a number, 'auto' (chosen by measured diversity) or a staged schedule 'T@STEP,...' (not given: 1.0)."""
 
     # --- temperature selection
-    temperature_rule: TemperatureRule = "spread"
+    temperature_rule: TemperatureRule = field(default="spread", metadata=AUTO_ONLY)
     """With temperature auto: how T is chosen: spread (the loop's default: the T whose judged probe groups have the largest within-group reward spread, GRPO's signal), knee of the model's D(T) curve (where it bends: before diversity takes off, or where it saturates; rollout's default) or rise (see --diversity-rise)."""
-    diversity_rise: float = DEFAULT_RISE
+    diversity_rise: float = field(default=DEFAULT_RISE, metadata=AUTO_ONLY)
     """With temperature auto: the rise rule's fraction: the smallest T whose D has risen this share of the way from D(coolest) to the highest D (also knee's fallback for an even curve)."""
-    pass_guard: float = DEFAULT_GUARD
+    pass_guard: float = field(default=DEFAULT_GUARD, metadata=AUTO_ONLY)
     """With temperature auto in the loop (which judges the probe and records its pass rate at each candidate): cap T at the hottest candidate whose probe pass rate stays at least this share of the best candidate's, e.g. 0.9 (0: off, diversity alone)."""
     # The 0.5 of its help: benchmarks/diversity_target.py on human-written solutions, G = 8, put groups
     # of one program renamed at a median 0.14 (HumanEval) / 0.41 (LeetCode) and groups of eight
     # different programs at 0.77 / 0.62; 0.5 is about halfway. Short answers that share their
     # boilerplate never reach it (examples/learn's warm start stayed under it up to T 1.8).
-    diversity_target: float | None = None
+    diversity_target: float | None = field(default=None, metadata=AUTO_ONLY)
     """With temperature auto: an absolute diversity the chosen T must reach instead (the rule of earlier mcoder versions, e.g. 0.5); overrides --temperature-rule."""
-    temperature_candidates: tuple[float, ...] = field(default=DEFAULT_CANDIDATES, metadata=TEXT)
+    temperature_candidates: tuple[float, ...] = field(default=DEFAULT_CANDIDATES, metadata={**TEXT, **AUTO_ONLY})
     """With temperature auto: the temperatures probed, lowest first (START:STOP:STEP or a,b,c)."""
-    probe_problems: int = 0
+    probe_problems: int = field(default=0, metadata=AUTO_ONLY)
     """With temperature auto: problems sampled at each candidate temperature (0: 32 for the spread rule, 8 otherwise)."""
-    diversity_measure: str = "lexical"
+    diversity_measure: str = field(default="lexical", metadata=AUTO_ONLY)
     """With temperature auto: lexical (distinct n-grams) or program (distinct normalised programs)."""
-    temperature_stage_steps: int = 0
+    temperature_stage_steps: int = field(default=0, metadata=AUTO_ONLY)
     """With temperature auto: measure diversity again every K steps and re-pick T (a new stage; 0: once, before step 1)."""
 
     def __post_init__(self) -> None:

@@ -12,15 +12,16 @@ import json
 import math
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.progress import TextColumn
 
 from mcoder import console
+from mcoder.config import output_settings
 from mcoder.errors import EnvironmentMissing
 from mcoder.jsonl import STDIO, RecordWriter, display_name
-from mcoder.outputs import check_document, claim_output, write_document
+from mcoder.outputs import Claim, Job, check_document, execute, write_document
 from mcoder.records import Problem
 from mcoder.rollout.config import RolloutConfig
 from mcoder.rollout.problems import SHOWN_LONG, PromptBudget, count_problems, iter_problems, spooled_stdin
@@ -35,21 +36,10 @@ from mcoder.rollout.summary import (
 
 
 def rollout_settings(cfg: RolloutConfig) -> dict:
-    """What decides the rollouts written (recorded beside the output; a resume must match). The
-    model and adapter are inputs, compared by content: moving or copying them is no change."""
-    settings = {
-        "n": cfg.n, "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
-        "temperature_schedule": cfg.temperature_schedule, "step": cfg.step, "top_k": cfg.top_k,
-        "top_p": cfg.top_p, "seed": cfg.seed, "policy_version": cfg.policy_version, "limit": cfg.limit,
-        "engine": cfg.engine, "long_prompts": cfg.long_prompts,
-    }  # fmt: skip
-    if cfg.temperature == "auto":
-        settings.update(
-            diversity_target=cfg.diversity_target, temperature_candidates=list(cfg.temperature_candidates),
-            probe_problems=cfg.probe_problems, diversity_measure=cfg.diversity_measure,
-            temperature_rule=cfg.temperature_rule, diversity_rise=cfg.diversity_rise,
-        )  # fmt: skip
-    return settings
+    """What decides the rollouts written (recorded beside the output; a resume must match): every
+    field of ``RolloutConfig`` not marked otherwise (``mcoder.config.not_setting``). The model and
+    adapter are inputs, compared by content: moving or copying them is no change."""
+    return output_settings(cfg)
 
 
 def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
@@ -58,20 +48,32 @@ def run_rollout(cfg: RolloutConfig) -> RolloutSummary:
     cfg.validate()
     check_model_dir(cfg.model, cfg.adapter)
     inputs = {"problems": cfg.problems, "model": cfg.model, "adapter": cfg.adapter}
-    with spooled_stdin(cfg.problems) as problems, claim_output(
-        cfg.out, stage="rollout", settings=rollout_settings(cfg), inputs=inputs,
-        overwrite=cfg.overwrite, expect=("id", "problem_id", "completion"),
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            return RolloutSummary(out=str(cfg.out), engine="-", temperature=float("nan"))
+    job = Job(out=cfg.out, inputs=inputs, settings=rollout_settings(cfg), overwrite=cfg.overwrite)
+    with spooled_stdin(cfg.problems) as problems:
+        return execute(RolloutStage(cfg, problems), job)
+
+
+@dataclass
+class RolloutStage:
+    """``mcoder rollout`` as a stage (``mcoder.outputs.Stage``); ``problems``: the problems file,
+    stdin spooled to a file."""
+
+    cfg: RolloutConfig
+    problems: Path
+    name = "rollout"
+    kind = "jsonl"
+    expect = ("id", "problem_id", "completion")
+
+    def finished(self, job: Job, claim: Claim) -> RolloutSummary:
+        console.info(claim.finished_message)
+        return RolloutSummary(out=str(self.cfg.out), engine="-", temperature=float("nan"))
+
+    def run(self, job: Job, claim: Claim) -> RolloutSummary:
+        cfg, problems = self.cfg, self.problems
         total = count_problems(problems, cfg.limit)
         if cfg.data_parallel_size > 1:  # replicas in processes of their own (rollout/data_parallel.py)
-            summary = _data_parallel(replace(cfg, problems=problems), claim.resume)
-        else:
-            summary = _run_one(cfg, problems, total, claim.resume)
-        claim.mark_finished()
-    return summary
+            return _data_parallel(replace(cfg, problems=problems), claim.resume)
+        return _run_one(cfg, problems, total, claim.resume)
 
 
 def _data_parallel(cfg: RolloutConfig, resume: bool) -> RolloutSummary:

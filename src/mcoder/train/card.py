@@ -15,8 +15,15 @@ from typing import Any
 from mcoder import __version__
 
 CARD = "README.md"
-# Settings the card leaves out: where and how the run was watched, not what it computed.
-NOT_SETTINGS = frozenset({"report_to", "device"})
+
+
+def _on_card(name: str) -> bool:
+    """Whether the card shows a setting: all but the TrainConfig fields marked ``NOT_ON_CARD``
+    (where and how the run was watched, not what it computed)."""
+    from mcoder.train.config import TrainConfig
+
+    f = TrainConfig.__dataclass_fields__.get(name)
+    return f is None or f.metadata.get("card", True)
 
 
 def write_model_card(
@@ -70,7 +77,7 @@ def model_card(state: dict[str, Any], settings: dict[str, Any], *, weights: str,
         lines.append("Not recorded.")
     lines += ["", f"## Settings ({algo}, resolved)", "", "| setting | value |", "|---|---|"]
     for k, v in sorted(settings.items()):
-        if k not in NOT_SETTINGS:
+        if _on_card(k):
             lines.append(f"| {k} | `{json.dumps(v)}` |")
     lines += ["", "## Bench", ""]
     lines += (

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from mcoder.config import check_choices, check_ranges, from_dict, ranges
+from mcoder.config import check_choices, check_ranges, from_dict, not_setting, ranges
 from mcoder.errors import UsageError
 
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
@@ -33,8 +33,9 @@ ALGOS: tuple[str, ...] = get_args(Algo)
 # The truncated importance-sampling cap C on by default when vLLM samples (TRL's TIS default, from
 # "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training").
 VLLM_IMPORTANCE_SAMPLING_CAP = 2.0
-# Knobs of how a run executes that leave its result as it is: not part of an output's settings.
-RUNTIME_ONLY = frozenset({"report_to", "dist_timeout_s", "activation_checkpointing", "logprob_chunk_tokens"})
+# Metadata of a field the model card leaves out (``train.card``): where the run ran and how it was
+# watched, not what it computed. (Knobs that leave the result as it is are ``not_setting``.)
+NOT_ON_CARD = {"card": False}
 
 
 @ranges(
@@ -126,17 +127,17 @@ class TrainConfig:
     """Modules LoRA adapts (PEFT names); all-linear adapts every linear layer but the head."""
     dtype: Dtype = "auto"
     """Compute dtype: float32, or bfloat16 (forward and backward in bf16; master weights, optimizer moments and the gradient reduction stay float32, matmuls of what stays float32 may use TF32); auto: bfloat16 when training on a GPU, float32 on a CPU."""
-    device: str = "auto"
+    device: str = field(default="auto", metadata=NOT_ON_CARD)
     """Where to train: auto (cuda when present, else cpu), cpu, cuda or cuda:N."""
-    activation_checkpointing: Checkpointing = "auto"
+    activation_checkpointing: Checkpointing = field(default="auto", metadata=not_setting("same gradients"))
     """Recompute each decoder layer's activations in the backward instead of keeping them: auto (on a GPU), on, off. Same gradients, less memory, ~30% more compute."""
-    logprob_chunk_tokens: int = 1024
+    logprob_chunk_tokens: int = field(default=1024, metadata=not_setting("same log-probs, in pieces"))
     """Tokens whose full-vocabulary logits exist at once when log-probs and entropy are computed from the last hidden states (0: all at once)."""
-    dist_timeout_s: float = 1800.0
+    dist_timeout_s: float = field(default=1800.0, metadata=not_setting("how long to wait"))
     """Under torchrun: seconds a collective among all ranks may wait before the run fails (rank 0's lone work, a probe or a checkpoint write, is waited for apart from this)."""
 
     # --- reporting
-    report_to: tuple[ReportTo, ...] = ("none",)
+    report_to: tuple[ReportTo, ...] = field(default=("none",), metadata=not_setting("where metrics go", **NOT_ON_CARD))
     """Loggers that get every metric of metrics.jsonl too (repeat for several): tensorboard or wandb (W&B; WANDB_MODE=offline needs no network), in RUN/ (the loop) or the folder that holds OUT; or none."""
 
     def validate(self) -> TrainConfig:

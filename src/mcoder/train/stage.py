@@ -17,7 +17,6 @@ warm-up schedule and the step continue from it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +24,13 @@ from typing import Any
 
 import orjson
 
+from mcoder.config import output_settings
 from mcoder.console import info
 from mcoder.errors import DataError
 from mcoder.jsonl import UniqueIds, display_name, index_records, read_numbered
 from mcoder.records import Rollout, Verdict
 from mcoder.rollout.diversity import batch_diversity
-from mcoder.train.config import RUNTIME_ONLY, TrainConfig
+from mcoder.train.config import TrainConfig
 from mcoder.train.distributed import make_trainer
 
 
@@ -51,41 +51,59 @@ class TrainJob:
 
 
 def train_once(job: TrainJob) -> dict[str, Any]:
-    from mcoder.outputs import claim_output, fingerprint
-    from mcoder.train.distributed import broadcast_result, is_main, setup
+    from mcoder.outputs import Job, execute
+    from mcoder.train.distributed import broadcast_result, setup
 
     setup(job.cfg.dist_timeout_s)  # under torchrun: the process group first, then rank 0 alone claims OUT
     job.cfg.settle()  # the dtype of this machine's device: what OUT's settings record
-    with contextlib.ExitStack() as stack:
-        claim = broadcast_result(lambda: _claim(stack, job, claim_output))
-        if claim.finished:
-            info(claim.finished_message)
-            return json.loads((Path(job.out) / "metrics.json").read_text())
+    claimed = Job(
+        out=job.out, inputs={"model": job.model, "rollouts": job.rollouts, "verdicts": job.verdicts},
+        settings=output_settings(job.cfg), overwrite=job.overwrite,
+    )  # fmt: skip
+    # rank 0 (or the one process) holds OUT for the whole update
+    return execute(TrainStage(job), claimed, share=broadcast_result)
+
+
+@dataclass
+class TrainStage:
+    """``mcoder train`` as a stage (``mcoder.outputs.Stage``): the update's metrics."""
+
+    job: TrainJob
+    name = "train"
+    kind = "dir"
+    expect = ("trainer/trainer_state.json",)
+
+    def finished(self, claimed, claim) -> dict[str, Any]:
+        info(claim.finished_message)
+        return json.loads((Path(self.job.out) / "metrics.json").read_text())
+
+    def run(self, claimed, claim) -> dict[str, Any]:
+        from mcoder.outputs import fingerprint
+
+        job = self.job
         rollouts = list(index_records(job.rollouts, Rollout, key=lambda r: r.id).values())  # unique ids
         verdicts = read_verdicts(job.verdicts, {r.id for r in rollouts})
         trainer = make_trainer(job.model, job.cfg)  # FSDP2 across ranks when launched by torchrun
-        reporters = stack.enter_context(contextlib.closing(_reporters(job, trainer.policy_version + 1)))
-        info(
-            f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
-            f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
-        )
-        metrics = trainer.train_on_batch(
-            rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
-        )
-        metrics.update(batch_diversity(rollouts))
-        samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
-        trainer.save(
-            job.out,
-            extra_state={
-                "inputs": {"rollouts": str(job.rollouts), "verdicts": str(job.verdicts), "model": job.model},
-                "data": {"rollouts": fingerprint(job.rollouts), "verdicts": fingerprint(job.verdicts)},
-            },
-            extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
-        )
-        reporters.log(metrics, trainer.policy_version)
-        if is_main():
-            claim.mark_finished()
-    return metrics
+        with contextlib.closing(_reporters(job, trainer.policy_version + 1)) as reporters:
+            info(
+                f"{len(rollouts)} rollouts | algo {job.cfg.algo} | mini-batch {job.cfg.mini_batch_size} groups | "
+                f"micro-batch {job.cfg.micro_batch_size} seqs | trainable params {sum(p.numel() for p in trainer.params):,}"
+            )
+            metrics = trainer.train_on_batch(
+                rollouts, verdicts, names=(display_name(job.rollouts), display_name(job.verdicts))
+            )
+            metrics.update(batch_diversity(rollouts))
+            samples = b"".join(orjson.dumps(s.to_row()) + b"\n" for s in trainer.last_samples)
+            trainer.save(
+                job.out,
+                extra_state={
+                    "inputs": {"rollouts": str(job.rollouts), "verdicts": str(job.verdicts), "model": job.model},
+                    "data": {"rollouts": fingerprint(job.rollouts), "verdicts": fingerprint(job.verdicts)},
+                },
+                extra_files={"metrics.json": json.dumps(metrics, indent=2).encode(), "samples.jsonl": samples},
+            )
+            reporters.log(metrics, trainer.policy_version)
+        return metrics
 
 
 def read_verdicts(path: Path, rollout_ids: set[str]) -> dict[str, Verdict]:
@@ -119,19 +137,4 @@ def _reporters(job: TrainJob, step: int):
     config = {**json.loads(job.cfg.to_json()), "model": job.model}
     return open_reporters(
         job.cfg.report_to, folder, purge_from=step, name=folder.name, config=config, quiet=is_quiet()
-    )
-
-
-def _claim(stack: contextlib.ExitStack, job: TrainJob, claim_output):
-    """Rank 0 (or the one process) holds OUT for the whole update."""
-    return stack.enter_context(
-        claim_output(
-            job.out,
-            stage="train",
-            settings={k: v for k, v in dataclasses.asdict(job.cfg).items() if k not in RUNTIME_ONLY},
-            inputs={"model": job.model, "rollouts": job.rollouts, "verdicts": job.verdicts},
-            overwrite=job.overwrite,
-            kind="dir",
-            expect=("trainer/trainer_state.json",),
-        )
     )

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcoder import console
+from mcoder.config import output_settings
 from mcoder.dataset.config import CalibrateConfig
 from mcoder.errors import DataError
 
@@ -172,30 +173,44 @@ def _number(v: object) -> bool:
 
 def calibrate(cfg: CalibrateConfig) -> dict:
     """Fit, measure on the held-out problems, write ``cfg.out``; returns what was written."""
-    from mcoder.dataset.difficulty.measured import read_pass_counts
-    from mcoder.dataset.difficulty.predict import read_scores
-    from mcoder.outputs import claim_output
+    from mcoder.outputs import Job, execute
 
     cfg.validate()
     inputs = {"scores": cfg.scores} | {f"verdicts {i}": v for i, v in enumerate(cfg.verdicts)}
-    settings = {"heldout_share": cfg.heldout_share, "min_samples": cfg.min_samples, "seed": cfg.seed}
-    with claim_output(
-        cfg.out, stage="dataset difficulty calibrate", settings=settings, inputs=inputs,
-        overwrite=cfg.overwrite, expect=("points", "heldout"),
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            from mcoder.jsonl import iter_objects
+    job = Job(out=cfg.out, inputs=inputs, settings=output_settings(cfg), overwrite=cfg.overwrite)
+    result, made = execute(CalibrateStage(cfg), job)
+    if made:
+        show(result, cfg.out)
+    return result
 
-            return next(iter_objects(cfg.out))[1]
+
+@dataclass
+class CalibrateStage:
+    """``mcoder dataset difficulty calibrate`` as a stage (``mcoder.outputs.Stage``): what the
+    file holds, and whether this run made it."""
+
+    cfg: CalibrateConfig
+    name = "dataset difficulty calibrate"
+    kind = "jsonl"
+    expect = ("points", "heldout")
+
+    def finished(self, job, claim) -> tuple[dict, bool]:
+        from mcoder.jsonl import iter_objects
+
+        console.info(claim.finished_message)
+        return next(iter_objects(self.cfg.out))[1], False
+
+    def run(self, job, claim) -> tuple[dict, bool]:
+        from mcoder.dataset.difficulty.measured import read_pass_counts
+        from mcoder.dataset.difficulty.predict import read_scores
+
+        cfg = self.cfg
         scores = read_scores(cfg.scores)
         counts = read_pass_counts(cfg.verdicts)
         result = fit(scores, counts, cfg)
         result["dimensions"] = _dimensions(cfg.scores)
         _write_line(cfg.out, result)
-        claim.mark_finished()
-    show(result, cfg.out)
-    return result
+        return result, True
 
 
 def fit(scores: dict[str, float | None], counts: dict[str, tuple[int, int]], cfg: CalibrateConfig) -> dict:

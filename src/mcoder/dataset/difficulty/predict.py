@@ -31,12 +31,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcoder import console
 from mcoder.dataset.config import PredictConfig, parse_dimensions
 from mcoder.errors import UsageError
 from mcoder.jsonl import RecordWriter
-from mcoder.outputs import claim_output
+from mcoder.outputs import Claim, Job, execute
 from mcoder.prompts import difficulty_messages, render_messages
 from mcoder.records import SCHEMA_VERSION, Problem
 
@@ -134,19 +135,39 @@ def predict(cfg: PredictConfig, engine=None, tokenizer=None, context: int | None
 
 
 def _predict(cfg: PredictConfig, problems: str, engine, tokenizer, context: int | None) -> PredictSummary:
-    from mcoder.rollout.problems import count_problems, iter_problems
-
     inputs = {"problems": cfg.problems}
     if engine is None:
         inputs |= {"model": cfg.model, "adapter": cfg.adapter}
-    summary = PredictSummary(out=cfg.out)
-    with claim_output(
-        cfg.out, stage="dataset difficulty predict", settings=cfg.settings(), inputs=inputs,
-        overwrite=cfg.overwrite, expect=SCORE_FIELDS,
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            return summary
+    job = Job(out=cfg.out, inputs=inputs, settings=cfg.settings(), overwrite=cfg.overwrite)
+    summary, made = execute(PredictStage(cfg, problems, engine, tokenizer, context), job)
+    if made:
+        show_summary(summary)
+    return summary
+
+
+@dataclass
+class PredictStage:
+    """``mcoder dataset difficulty predict`` as a stage (``mcoder.outputs.Stage``): the summary,
+    and whether this run rated (an output finished earlier: nothing to show)."""
+
+    cfg: PredictConfig
+    problems: str
+    engine: Any
+    tokenizer: Any
+    context: int | None
+    name = "dataset difficulty predict"
+    kind = "jsonl"
+    expect = SCORE_FIELDS
+
+    def finished(self, job: Job, claim: Claim) -> tuple[PredictSummary, bool]:
+        console.info(claim.finished_message)
+        return PredictSummary(out=self.cfg.out), False
+
+    def run(self, job: Job, claim: Claim) -> tuple[PredictSummary, bool]:
+        from mcoder.rollout.problems import count_problems, iter_problems
+
+        cfg, problems, engine, tokenizer, context = self.cfg, self.problems, self.engine, self.tokenizer, self.context
+        summary = PredictSummary(out=cfg.out)
         total = count_problems(problems, cfg.limit)  # bad input fails here, before a model loads
         if engine is None:
             engine, tokenizer, context = _make_engine(cfg)
@@ -162,9 +183,7 @@ def _predict(cfg: PredictConfig, problems: str, engine, tokenizer, context: int 
                     for record in rate(chunk, engine, tokenizer, cfg, summary, context):
                         writer.write(record)
                     bar.update(task, advance=len(chunk))
-        claim.mark_finished()
-    show_summary(summary)
-    return summary
+        return summary, True
 
 
 def _make_engine(cfg: PredictConfig):

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from mcoder import console
+from mcoder.config import output_settings
 from mcoder.dataset.config import SelectConfig, parse_pair
 from mcoder.dataset.difficulty.calibrate import Calibration
 
@@ -72,27 +73,40 @@ def choose(rates: dict[str, float], cfg: SelectConfig, summary: SelectSummary) -
 
 
 def select(cfg: SelectConfig) -> SelectSummary:
-    from mcoder.dataset.difficulty.predict import read_scores
-    from mcoder.jsonl import RecordWriter, read_records
-    from mcoder.outputs import claim_output
-    from mcoder.records import Problem
-    from mcoder.rollout.problems import iter_problems
+    from mcoder.outputs import Job, execute
 
     cfg.validate()
-    summary = SelectSummary(out=cfg.out)
-    settings = {
-        k: v
-        for k, v in dataclasses.asdict(cfg).items()
-        if k not in ("problems", "scores", "calibration", "out", "overwrite")
-    }
+    settings = output_settings(cfg)
     inputs = {"problems": cfg.problems, "scores": cfg.scores, "calibration": cfg.calibration}
-    with claim_output(
-        cfg.out, stage="dataset difficulty select", settings=settings, inputs=inputs,
-        overwrite=cfg.overwrite, expect=("id", "source", "question", "tests"),
-    ) as claim:  # fmt: skip
-        if claim.finished:
-            console.info(claim.finished_message)
-            return summary
+    job = Job(out=cfg.out, inputs=inputs, settings=settings, overwrite=cfg.overwrite)
+    summary, made = execute(SelectStage(cfg, SelectSummary(out=cfg.out)), job)
+    if made:
+        show_summary(summary)
+    return summary
+
+
+@dataclass
+class SelectStage:
+    """``mcoder dataset difficulty select`` as a stage (``mcoder.outputs.Stage``): the summary,
+    and whether this run made the output."""
+
+    cfg: SelectConfig
+    summary: SelectSummary
+    name = "dataset difficulty select"
+    kind = "jsonl"
+    expect = ("id", "source", "question", "tests")
+
+    def finished(self, job, claim) -> tuple[SelectSummary, bool]:
+        console.info(claim.finished_message)
+        return self.summary, False
+
+    def run(self, job, claim) -> tuple[SelectSummary, bool]:
+        from mcoder.dataset.difficulty.predict import read_scores
+        from mcoder.jsonl import RecordWriter, read_records
+        from mcoder.records import Problem
+        from mcoder.rollout.problems import iter_problems
+
+        cfg, summary = self.cfg, self.summary
         calibration = Calibration.read(cfg.calibration)
         scores = read_scores(cfg.scores)
         rates, score_of = {}, {}
@@ -122,9 +136,7 @@ def select(cfg: SelectConfig) -> SelectSummary:
                         "difficulty_class": difficulty_class(r, cfg.easy_above, cfg.hard_below),
                     }  # fmt: skip
                 writer.write(dataclasses.replace(p, meta={**p.meta, **extra}))
-        claim.mark_finished()
-    show_summary(summary)
-    return summary
+        return summary, True
 
 
 def show_summary(s: SelectSummary) -> None:

@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from mcoder.config import ranges
+from mcoder.config import not_setting, ranges
 from mcoder.dataset.report import Removal, StageResult
 from mcoder.records import Problem, Rollout, Verdict
 
@@ -55,7 +55,7 @@ class VerifyConfig:
     """Time limit of one reference on one test, in seconds."""
     memory_mb: int = 2048
     """Memory limit of a reference process, in MiB."""
-    workers: int = 0
+    workers: int = field(default=0, metadata=not_setting("how many references run at once"))
     """Judge workers (0 = one per core)."""
     max_drop_fraction: float = 0.5
     """Remove a problem, rather than drop its tests, when more than this share of its tests fail."""
