@@ -21,7 +21,7 @@ from mcoder.cli.options import config_options, given, option, with_options
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.train.config import PRESET_TEMPERATURE, PRESETS, TrainConfig
+from mcoder.train.config import ALGOS, TrainConfig, preset_temperature, presets
 
 IO = "Inputs and outputs"
 EPILOG = (
@@ -75,12 +75,12 @@ def _params() -> list[inspect.Parameter]:
     return [
         *explicit,
         *config_options(LoopConfig, skip=LOOP_SKIP),
-        *config_options(TrainConfig, skip=TRAIN_SKIP, preset_values=PRESETS),
+        *config_options(TrainConfig, skip=TRAIN_SKIP, preset_values=presets()),
         *config_options(
             SamplingConfig,
             skip=SAMPLING_SKIP,
             names=SAMPLING_NAMES,
-            preset_values={a: {"temperature": t} for a, t in PRESET_TEMPERATURE.items()},
+            preset_values={a: {"temperature": preset_temperature(a)} for a in ALGOS},
         ),
         *judge_params(),
     ]

@@ -23,7 +23,7 @@ from mcoder.config import flag
 from mcoder.console import emit
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
-from mcoder.train.config import PRESETS, TrainConfig
+from mcoder.train.config import TrainConfig, presets
 
 IO = "Inputs and outputs"
 EPILOG = (
@@ -46,7 +46,7 @@ def _params() -> list:
         option("overwrite", bool, "--overwrite", default=False, help="Train again even if OUT holds this update.", panel=IO),
         option("quiet", bool, "--quiet", "-q", default=False, help="No progress bars or tables on stderr.", panel=IO),
     ]
-    return [*explicit, *config_options(TrainConfig, skip=SKIP, names=NAMES, preset_values=PRESETS)]
+    return [*explicit, *config_options(TrainConfig, skip=SKIP, names=NAMES, preset_values=presets())]
 
 
 @guarded
