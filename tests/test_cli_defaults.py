@@ -36,7 +36,7 @@ HAND_WRITTEN: dict[str, set[str]] = {
     "judge": {"out", "problems", "rollouts", "merge", "parts", "shard", "explain", "overwrite", "quiet", "help_"},
     "judge serve": {"quiet"},
     "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet"},
-    "loop": {"model", "problems", "run_dir", "config", "set", "quiet"},
+    "loop": {"model", "problems", "run_dir", "config", "set", "quiet", "print_config"},
     "bench": {
         "problems", "verdicts", "rollouts", "baseline", "markdown", "json_out", "lcb_out", "junit",
         "run_dir", "out_dir", "quiet", "help_",

@@ -306,6 +306,28 @@ def test_the_smoke_overlay_sets_sizes_only():
     assert cfg.engine == "hf" and cfg.sampling.temperature == "1.0" and cfg.train.mask_rho == 0.1
 
 
+def test_print_config_prints_the_resolved_settings_and_runs_nothing(tmp_path, monkeypatch):
+    """`mcoder loop --print-config`: the RUN/config.json the run would write (a recipe: given
+    back as --config, the same settings), on stdout; no run folder, nothing run."""
+    import mcoder.loop.loop
+
+    monkeypatch.setattr(mcoder.loop.loop, "run_loop", lambda cfg: pytest.fail("--print-config ran the loop"))
+    run = tmp_path / "run"
+    args = ["-m", "M", "-p", "P.jsonl", "--run-dir", str(run), "--config", "dapo", "--config", "smoke", "--lr", "2e-6"]
+    r = CliRunner().invoke(app, ["loop", *args, "--print-config"])
+    assert r.exit_code == 0, r.output
+    assert not run.exists()
+    assert r.stdout == cfg_of(*args).to_json() + "\n"
+    printed = json.loads(r.stdout)
+    assert printed["train"]["algo"] == "dapo" and printed["train"]["eps_high"] == preset("dapo")["eps_high"]
+    assert printed["train"]["lr"] == 2e-6 and printed["loop"]["steps"] == 2
+    saved = tmp_path / "printed.json"
+    saved.write_text(r.stdout)
+    assert cfg_of("--config", str(saved), "--run-dir", str(run)).to_json() == r.stdout.rstrip("\n")
+    r = CliRunner().invoke(app, ["loop", "--config", "dapo", "--print-config"])  # what a run needs, it needs
+    assert r.exit_code == 2 and "needs --model" in r.stderr
+
+
 # ---------------------------------------------------------------- options: one name each
 
 
