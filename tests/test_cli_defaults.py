@@ -177,10 +177,6 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ("rollout/sample.py", "problem_seed"): ({"policy_version"}, "the untrained policy, 0; stages pass theirs"),
     ("rollout/sample.py", "make_rollouts"): ({"policy_version"}, "as problem_seed"),
     ("loop/samplers.py", "vllm_engine"): ({"tensor_parallel_size"}, "one GPU per engine; the loop passes its own"),
-    ("train/grpo.py", "policy_loss"): (
-        {"beta", "kl_ratio_weighted"},
-        ("the loss function's neutral terms (no KL penalty): the trainer passes TrainConfig's values"),
-    ),
     ("train/batching.py", "Sample"): ({"masked"}, "a record of one sample (was it masked), not a setting"),
     ("bench/table.py", "ProblemTally"): ({"n"}, "a count of samples, not the group size"),
     ("testing.py", "TinySpec"): ({"seed", "dtype"}, "the tiny test model's own spec, not a run's"),

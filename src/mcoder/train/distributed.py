@@ -44,9 +44,10 @@ import torch.distributed as dist
 from mcoder.train.batching import Sample, groups
 from mcoder.train.config import TrainConfig
 from mcoder.train.models import empty_policy, empty_reference, load_policy, load_reference
+from mcoder.train.terms import METRICS
 from mcoder.train.trainer import Trainer
 
-METRIC_KEYS = ("tokens", "ratio", "clip_low", "clip_high", "kl", "entropy", "loss")
+METRIC_KEYS = ("tokens", *METRICS, "entropy", "loss")  # the sums a mini-batch adds up (Trainer.accumulate_gradients)
 
 
 # ---------------------------------------------------------------- the process group
