@@ -9,7 +9,7 @@ A recipe has the shape of the ``RUN/config.json`` a run writes, so a run's own c
     steps = 300
     [train]                         # TrainConfig (algo picks the preset the other values start from)
     algo = "microcoder-grpo"
-    mask_rho = 0.1
+    mask_rho = 0.2
     [sampling]                      # SamplingConfig
     temperature = "auto"
     [judge]                         # JudgeConfig
