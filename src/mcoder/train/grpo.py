@@ -143,7 +143,7 @@ class LossParts:
 
     loss: torch.Tensor  # scalar, already divided by the mini-batch normaliser
     tokens: float  # tokens in the loss mask
-    metrics: dict[str, float]  # each term's sums over those tokens, by name (terms.METRICS)
+    metrics: dict[str, float]  # each term's sums over those tokens, by name (terms.metric_names())
 
 
 def aggregate(

@@ -87,5 +87,8 @@ TERMS: dict[str, Term] = {
     "surrogate": Term(clipped_surrogate, ("clip/low", "clip/high", "ratio/mean")),
     "kl": Term(kl_penalty, ("kl",)),
 }
-# Every term's metrics, in the order metrics.jsonl has them.
-METRICS: tuple[str, ...] = tuple(name for term in TERMS.values() for name in term.metrics)
+
+
+def metric_names() -> tuple[str, ...]:
+    """Every term's metrics, in the order metrics.jsonl has them."""
+    return tuple(name for term in TERMS.values() for name in term.metrics)

@@ -41,7 +41,7 @@ from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
 from mcoder.train.masking import scored_reward
 from mcoder.train.models import completion_logprobs, load_policy, load_reference, score
-from mcoder.train.terms import METRICS
+from mcoder.train.terms import metric_names
 
 # A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
 # tokenizer, README.md model card), loadable by from_pretrained and vLLM as it is; what only
@@ -203,7 +203,7 @@ class Trainer:
         tok, n = max(sums["tokens"], 1.0), max(sums["updates"], 1)
         return {
             "loss": sums["loss"] / n,
-            **{name: sums[name] / tok for name in METRICS},  # each loss term's, per token
+            **{name: sums[name] / tok for name in metric_names()},  # each loss term's, per token
             "entropy": sums["entropy"] / tok,
             "grad_norm": sums["grad_norm"] / n,
             "lr": sums["lr"] / n,
