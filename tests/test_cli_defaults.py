@@ -35,7 +35,7 @@ HAND_WRITTEN: dict[str, set[str]] = {
     "rollout": {"problems", "model", "out", "adapter", "limit", "overwrite", "quiet", "help_"},
     "judge": {"out", "problems", "rollouts", "merge", "parts", "shard", "explain", "overwrite", "quiet", "help_"},
     "judge serve": {"quiet"},
-    "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet"},
+    "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet", "print_config"},
     "loop": {"model", "problems", "run_dir", "config", "set", "quiet", "print_config"},
     "bench": {
         "problems", "verdicts", "rollouts", "baseline", "markdown", "json_out", "lcb_out", "junit",

@@ -328,6 +328,18 @@ def test_print_config_prints_the_resolved_settings_and_runs_nothing(tmp_path, mo
     assert r.exit_code == 2 and "needs --model" in r.stderr
 
 
+def test_train_print_config_prints_the_update_s_settings_and_trains_nothing(tmp_path):
+    """`mcoder train --print-config`: the TrainConfig the update would save (train_config.json),
+    the preset's values and the options over them; no checkpoint, no input read."""
+    out = tmp_path / "ckpt"
+    r = CliRunner().invoke(app, ["train", "-m", "M", "-o", str(out), "--algo", "grpo", "--beta", "0.5", "--print-config"])
+    assert r.exit_code == 0, r.output
+    assert not out.exists()
+    printed = json.loads(r.stdout)
+    assert printed == json.loads(resolve("grpo", {"beta": 0.5}).settle().to_json())
+    assert printed["loss_agg"] == preset("grpo")["loss_agg"] and printed["beta"] == 0.5
+
+
 # ---------------------------------------------------------------- options: one name each
 
 
@@ -358,7 +370,7 @@ def test_train_is_the_one_batch_update_an_option_per_training_setting_and_its_fi
     r = CliRunner().invoke(app, ["train", "-h"], terminal_width=100)
     assert r.exit_code == 0
     options = [ln for ln in r.stdout.splitlines() if re.match(r"│ (\*  |   )?--", ln)]  # the flag column
-    own = ("--model", "--rollouts", "--verdicts", "--out", "--overwrite", "--quiet", "--help")
+    own = ("--model", "--rollouts", "--verdicts", "--out", "--overwrite", "--quiet", "--print-config", "--help")
     assert len(options) == len(own) + len(dataclasses.fields(TrainConfig)) - len(SKIP), len(options)
     flags = _flags(command("train"))
     for loop_only in ("--problems", "--run-dir", "--steps", "--n", "--workers", "--engine", "--loop"):
