@@ -52,11 +52,13 @@ demo: $(VENV)/.base
 	MCODER=$(MCODER) PY=$(PY) bash commands/demo.sh --out $(DEMO)
 
 # Every recipe at its smoke size (what CI runs), in $(RECIPES_OUT): one step as single-stage
-# commands (rollout -> judge -> train -> bench), the GRPO, DAPO and MicroCoder-GRPO recipe files
-# of recipes/ under `mcoder loop` with recipes/smoke.toml over them, then the CI judging job.
+# commands (rollout -> judge -> train -> bench), each algorithm's recipe file of recipes/ under
+# `mcoder loop` with recipes/smoke.toml over it, then the CI judging job.
 # The commands are those of recipes/README.md.
 RECIPES_OUT ?= recipes-out
 R := $(RECIPES_OUT)
+# the recipe files that name an algorithm (train.algo): each algorithm's preset
+ALGO_RECIPES := $(sort $(basename $(notdir $(shell grep -l '^algo = ' recipes/*.toml))))
 recipes: $(VENV)/.installed
 	mkdir -p $(R)/step
 	test -f $(R)/model/config.json || $(PY) -m mcoder.testing $(R)/model >/dev/null
@@ -68,8 +70,8 @@ recipes: $(VENV)/.installed
 	  -o $(R)/step/checkpoint --algo grpo --overwrite -q > $(R)/step/train.out
 	$(MCODER) bench -p $(R)/problems.jsonl --verdicts $(R)/step/verdicts.jsonl \
 	  --markdown $(R)/step/bench.md --json $(R)/step/bench.json
-	for recipe in grpo dapo microcoder-grpo; do \
-	  $(MCODER) loop --config recipes/$$recipe.toml --config recipes/smoke.toml \
+	for recipe in $(ALGO_RECIPES); do \
+	  $(MCODER) loop --config $$recipe --config smoke \
 	    -m $(R)/model -p $(R)/problems.jsonl --run-dir $(R)/$$recipe -q && \
 	  $(MCODER) bench --run-dir $(R)/$$recipe --plots -q || exit 1; \
 	done

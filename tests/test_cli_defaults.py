@@ -35,8 +35,8 @@ HAND_WRITTEN: dict[str, set[str]] = {
     "rollout": {"problems", "model", "out", "adapter", "limit", "overwrite", "quiet", "help_"},
     "judge": {"out", "problems", "rollouts", "merge", "parts", "shard", "explain", "overwrite", "quiet", "help_"},
     "judge serve": {"quiet"},
-    "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet"},
-    "loop": {"model", "problems", "run_dir", "config", "set", "quiet"},
+    "train": {"model", "rollouts", "verdicts", "out", "overwrite", "quiet", "print_config"},
+    "loop": {"model", "problems", "run_dir", "config", "set", "quiet", "print_config"},
     "bench": {
         "problems", "verdicts", "rollouts", "baseline", "markdown", "json_out", "lcb_out", "junit",
         "run_dir", "out_dir", "quiet", "help_",
@@ -180,10 +180,6 @@ EXEMPT: dict[tuple[str, str], tuple[set[str], str]] = {
     ("rollout/sample.py", "problem_seed"): ({"policy_version"}, "the untrained policy, 0; stages pass theirs"),
     ("rollout/sample.py", "make_rollouts"): ({"policy_version"}, "as problem_seed"),
     ("loop/samplers.py", "vllm_engine"): ({"tensor_parallel_size"}, "one GPU per engine; the loop passes its own"),
-    ("train/grpo.py", "policy_loss"): (
-        {"beta", "kl_ratio_weighted"},
-        ("the loss function's neutral terms (no KL penalty): the trainer passes TrainConfig's values"),
-    ),
     ("train/batching.py", "Sample"): ({"masked"}, "a record of one sample (was it masked), not a setting"),
     ("bench/table.py", "ProblemTally"): ({"n"}, "a count of samples, not the group size"),
     ("testing.py", "TinySpec"): ({"seed", "dtype", "layers"}, "the tiny test model's own spec, not a run's"),

@@ -23,7 +23,7 @@ from mcoder.jsonl import RecordWriter
 from mcoder.train import distributed as D
 from mcoder.train import grpo
 from mcoder.train.batching import collate, prepare
-from mcoder.train.config import resolve
+from mcoder.train.config import TrainConfig, resolve
 from mcoder.train.trainer import Trainer
 from train_records import sample_rollouts, verdicts_for
 
@@ -319,9 +319,9 @@ def test_importance_sampling_weights_each_token_by_the_capped_ratio(tiny_model, 
 
     logp, adv, mask = torch.zeros(1, 3), torch.tensor([1.0]), torch.ones(1, 3)
     w = torch.tensor([[0.5, 1.0, 2.0]])
-    kw = {"eps_low": 0.2, "eps_high": 0.2, "num_tokens": 3.0, "num_seqs": 1}
-    plain = grpo.policy_loss(logp, logp, adv, mask, **kw).loss
-    weighted = grpo.policy_loss(logp, logp, adv, mask, is_weights=w, **kw).loss
+    cfg, kw = TrainConfig(eps_low=0.2, eps_high=0.2, beta=0.0), {"num_tokens": 3.0, "num_seqs": 1}
+    plain = grpo.policy_loss(logp, logp, adv, mask, cfg, **kw).loss
+    weighted = grpo.policy_loss(logp, logp, adv, mask, cfg, is_weights=w, **kw).loss
     assert float(weighted) == pytest.approx(float(plain) * float(w.mean()))
 
 

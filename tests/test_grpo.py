@@ -11,7 +11,7 @@ import torch
 from mcoder.records import Rollout, Verdict
 from mcoder.train import grpo
 from mcoder.train.batching import collate, prepare
-from mcoder.train.config import resolve
+from mcoder.train.config import TrainConfig, resolve
 from mcoder.train.masking import repeats, truncation_decision
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
@@ -24,9 +24,7 @@ def one_token_loss(logp: float, adv: float, *, old: float = 0.0, beta: float = 0
         torch.tensor([[old]]),
         torch.tensor([adv]),
         torch.ones(1, 1),
-        eps_low=EPS_LOW,
-        eps_high=EPS_HIGH,
-        beta=beta,
+        TrainConfig(eps_low=EPS_LOW, eps_high=EPS_HIGH, beta=beta, loss_agg="token"),
         ref_logp=None if ref is None else torch.tensor([[ref]]),
         num_tokens=1,
         num_seqs=1,
@@ -90,14 +88,14 @@ def test_clip_high_binds_for_positive_advantage():
     parts, loss, grad = one_token_loss(math.log(1.5), 1.0)
     assert loss == pytest.approx(-(1 + EPS_HIGH), rel=1e-6)
     assert grad == 0.0
-    assert parts.clip_high_sum == 1.0 and parts.clip_low_sum == 0.0
+    assert parts.metrics["clip/high"] == 1.0 and parts.metrics["clip/low"] == 0.0
 
 
 def test_clip_low_binds_for_negative_advantage():
     parts, loss, grad = one_token_loss(math.log(0.5), -1.0)
     assert loss == pytest.approx(1 - EPS_LOW, rel=1e-6)
     assert grad == 0.0
-    assert parts.clip_low_sum == 1.0 and parts.clip_high_sum == 0.0
+    assert parts.metrics["clip/low"] == 1.0 and parts.metrics["clip/high"] == 0.0
 
 
 def test_clip_does_not_bind_on_the_pessimistic_side():
@@ -116,7 +114,7 @@ def test_k3_kl_with_beta():
     kl = 0.5 + math.log(2) - 1
     parts, loss, grad = one_token_loss(0.0, 0.0, beta=0.1, ref=math.log(0.5))
     assert loss == pytest.approx(0.1 * kl, rel=1e-6)
-    assert parts.kl_sum == pytest.approx(kl, rel=1e-6)
+    assert parts.metrics["kl"] == pytest.approx(kl, rel=1e-6)
     assert grad == pytest.approx(0.1 * (1 - 0.5), rel=1e-6)  # d/dlogp (e^{ref-lp} - ref + lp - 1) = 1 - e^{d}
 
 
@@ -265,8 +263,7 @@ def test_masked_sample_contributes_nothing_and_leaves_others_unchanged(mode):
         torch.zeros(3, 4),
         batch.advantages,
         batch.completion_mask,
-        eps_low=0.2,
-        eps_high=0.28,
+        TrainConfig(eps_low=0.2, eps_high=0.28, beta=0.0, loss_agg="token"),
         num_tokens=float(batch.completion_mask.sum()),
         num_seqs=3,
     )
@@ -296,13 +293,10 @@ def test_ratio_weighted_kl_by_hand():
         torch.zeros(1, 1),
         torch.zeros(1),
         torch.ones(1, 1),
-        eps_low=0.2,
-        eps_high=0.28,
-        beta=0.5,
+        TrainConfig(eps_low=0.2, eps_high=0.28, beta=0.5, kl_ratio_weighted=True, loss_agg="token"),
         ref_logp=torch.tensor([[-0.1]]),
         num_tokens=1,
         num_seqs=1,
-        kl_ratio_weighted=True,
     )
     r, d = math.exp(0.1), -0.2
     kl = math.exp(d) - d - 1

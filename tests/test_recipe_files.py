@@ -20,11 +20,20 @@ from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.loop.recipe import build, merge, parse_sets, read_recipe
-from mcoder.train.config import PRESETS, TrainConfig, resolve
+from mcoder.train.config import (
+    ALGOS,
+    DEFAULT_ALGO,
+    RECIPES,
+    TrainConfig,
+    preset,
+    presets,
+    recipe_names,
+    resolve,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = ROOT / "recipes"
-ALGO_FILES = {"grpo": "grpo.toml", "dapo": "dapo.toml", "microcoder-grpo": "microcoder-grpo.toml"}
+# the recipes that name an algorithm: each algorithm's preset
+ALGO_RECIPES = [n for n in recipe_names() if "algo" in tomllib.loads((RECIPES / f"{n}.toml").read_text()).get("train", {})]
 
 
 def command(name: str):
@@ -52,7 +61,7 @@ def test_defaults_then_file_then_options_then_set(tmp_path):
     assert cfg.train.seed == 9 and cfg.train.lr == 0.25  # a plain option over the file
     assert cfg.train.mask_rho == 0.6 and cfg.judge.memory_mb == 256  # --set over both
     assert cfg.sampling.n == 3 and cfg.train_batch_size == 4  # untouched: the field's default
-    assert cfg.train.eps_high == PRESETS["microcoder-grpo"]["eps_high"]
+    assert cfg.train.eps_high == preset("microcoder-grpo")["eps_high"]
 
 
 def test_a_later_file_wins_and_the_preset_comes_before_every_file(tmp_path):
@@ -245,30 +254,90 @@ def test_the_loop_restarts_from_its_own_config_in_process(tiny_model, tmp_path):
 # ---------------------------------------------------------------- the recipe files
 
 
-@pytest.mark.parametrize("algo", list(ALGO_FILES))
-def test_each_recipe_states_its_preset_and_resolves_to_it(algo):
-    """Every value of the preset is written in the file (a reader sees which file sets ρ), and
-    the file alone, without the preset, gives the TrainConfig the preset gives."""
-    path = RECIPES / ALGO_FILES[algo]
+def test_the_package_recipes_are_the_repository_s_and_each_algorithm_has_one():
+    """recipes/ is the package's recipe folder (package data), and the algorithms --algo takes
+    are exactly the recipes that name one, each in the file of its name."""
+    assert (ROOT / "recipes").resolve() == RECIPES.resolve()
+    assert ALGO_RECIPES and sorted(ALGOS) == ALGO_RECIPES, "a recipe that names an algorithm is in Algo"
+    for name in ALGO_RECIPES:
+        assert tomllib.loads((RECIPES / f"{name}.toml").read_text())["train"]["algo"] == name
+
+
+@pytest.mark.parametrize("algo", ALGO_RECIPES)
+def test_each_recipe_is_its_preset(algo):
+    """`--algo ALGO` starts from the recipe's [train] table and its temperature: the file with its
+    sizes gives the TrainConfig that --algo with the same sizes gives, and its values are of their
+    fields' types as written (a recipe read as a preset is not converted)."""
+    path = RECIPES / f"{algo}.toml"
     raw = tomllib.loads(path.read_text())
-    assert raw["train"]["algo"] == algo
-    assert {k: raw["train"][k] for k in PRESETS[algo]} == PRESETS[algo], "each preset value, stated"
-    sizes = {k: v for k, v in raw["train"].items() if k not in PRESETS[algo] and k != "algo"}
+    assert read_recipe(path) == raw, "every value of the field's type, as written"
+    assert presets()[algo] == {k: v for k, v in raw["train"].items() if k != "algo"}
     cfg = build(merge(read_recipe(path), {"model": "M", "problems": "P", "run_dir": "R"})).validate()
     settled = {"vllm_sampling": cfg.engine == "vllm" and not cfg.off_policy}  # the loop settles dtype, IS cap
-    assert cfg.train == resolve(algo, {**sizes, "max_tokens": raw["sampling"]["max_tokens"]}).settle(**settled)
-    without_preset = TrainConfig(**raw["train"], max_tokens=raw["sampling"]["max_tokens"]).validate()
-    assert cfg.train == without_preset.settle(**settled)
+    assert cfg.train == resolve(algo, {"max_tokens": raw["sampling"]["max_tokens"]}).settle(**settled)
+    by_algo = cfg_of(*BASE, "--algo", algo, "--steps", "1")
+    assert by_algo.train.eps_high == raw["train"]["eps_high"]
+    assert str(by_algo.sampling.temperature) == raw["sampling"]["temperature"] == str(cfg.sampling.temperature)
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_a_recipe_given_by_name_is_the_package_s_file(name, tmp_path, monkeypatch):
+    """`--config dapo` reads the file `--algo dapo` reads; a file of that name here wins."""
+    by_path = cfg_of(*BASE, "--steps", "1", "--config", str(RECIPES / f"{name}.toml"))
+    monkeypatch.chdir(tmp_path)
+    assert cfg_of(*BASE, "--steps", "1", "--config", name).to_json() == by_path.to_json()
+    (tmp_path / name).write_text('{"loop": {"steps": 5}}')  # a file that is not .toml is JSON
+    assert cfg_of(*BASE, "--config", name).steps == 5
+
+
+def test_the_fields_an_algorithm_sets_default_to_the_default_algorithm_s_values():
+    assert resolve(DEFAULT_ALGO) == TrainConfig(algo=DEFAULT_ALGO).validate()
+    for name, value in preset(DEFAULT_ALGO).items():
+        assert getattr(TrainConfig(), name) == value, name
 
 
 def test_the_smoke_overlay_sets_sizes_only():
     raw = tomllib.loads((RECIPES / "smoke.toml").read_text())
-    objective = {k for preset in PRESETS.values() for k in preset} | {"algo"}
+    objective = {k for values in presets().values() for k in values} | {"algo"}
     assert not objective & set(raw.get("train", {})), "the smoke size changes no algorithm setting"
     cfg = build(merge(read_recipe(RECIPES / "microcoder-grpo.toml"), read_recipe(RECIPES / "smoke.toml"),
                       {"model": "M", "problems": "P", "run_dir": "R"})).validate()  # fmt: skip
     assert (cfg.steps, cfg.train_batch_size, cfg.sampling.n, cfg.sampling.max_tokens) == (2, 2, 2, 24)
     assert cfg.engine == "hf" and cfg.sampling.temperature == "1.0" and cfg.train.mask_rho == 0.1
+
+
+def test_print_config_prints_the_resolved_settings_and_runs_nothing(tmp_path, monkeypatch):
+    """`mcoder loop --print-config`: the RUN/config.json the run would write (a recipe: given
+    back as --config, the same settings), on stdout; no run folder, nothing run."""
+    import mcoder.loop.loop
+
+    monkeypatch.setattr(mcoder.loop.loop, "run_loop", lambda cfg: pytest.fail("--print-config ran the loop"))
+    run = tmp_path / "run"
+    args = ["-m", "M", "-p", "P.jsonl", "--run-dir", str(run), "--config", "dapo", "--config", "smoke", "--lr", "2e-6"]
+    r = CliRunner().invoke(app, ["loop", *args, "--print-config"])
+    assert r.exit_code == 0, r.output
+    assert not run.exists()
+    assert r.stdout == cfg_of(*args).to_json() + "\n"
+    printed = json.loads(r.stdout)
+    assert printed["train"]["algo"] == "dapo" and printed["train"]["eps_high"] == preset("dapo")["eps_high"]
+    assert printed["train"]["lr"] == 2e-6 and printed["loop"]["steps"] == 2
+    saved = tmp_path / "printed.json"
+    saved.write_text(r.stdout)
+    assert cfg_of("--config", str(saved), "--run-dir", str(run)).to_json() == r.stdout.rstrip("\n")
+    r = CliRunner().invoke(app, ["loop", "--config", "dapo", "--print-config"])  # what a run needs, it needs
+    assert r.exit_code == 2 and "needs --model" in r.stderr
+
+
+def test_train_print_config_prints_the_update_s_settings_and_trains_nothing(tmp_path):
+    """`mcoder train --print-config`: the TrainConfig the update would save (train_config.json),
+    the preset's values and the options over them; no checkpoint, no input read."""
+    out = tmp_path / "ckpt"
+    r = CliRunner().invoke(app, ["train", "-m", "M", "-o", str(out), "--algo", "grpo", "--beta", "0.5", "--print-config"])
+    assert r.exit_code == 0, r.output
+    assert not out.exists()
+    printed = json.loads(r.stdout)
+    assert printed == json.loads(resolve("grpo", {"beta": 0.5}).settle().to_json())
+    assert printed["loss_agg"] == preset("grpo")["loss_agg"] and printed["beta"] == 0.5
 
 
 # ---------------------------------------------------------------- options: one name each
@@ -293,11 +362,16 @@ def test_no_loop_flag_is_taken_twice_and_the_judge_s_are_mcoder_judge_s():
     assert not any(o.startswith("--judge-") and o != "--judge-url" for o in opts)
 
 
-def test_train_is_the_one_batch_update_with_at_most_46_options():
+def test_train_is_the_one_batch_update_an_option_per_training_setting_and_its_files():
+    """`mcoder train`'s options: its inputs and outputs, and one per TrainConfig field (less the
+    multi-process ones); nothing of the loop's."""
+    from mcoder.cli.train import SKIP
+
     r = CliRunner().invoke(app, ["train", "-h"], terminal_width=100)
     assert r.exit_code == 0
     options = [ln for ln in r.stdout.splitlines() if re.match(r"│ (\*  |   )?--", ln)]  # the flag column
-    assert 40 <= len(options) <= 46, len(options)
+    own = ("--model", "--rollouts", "--verdicts", "--out", "--overwrite", "--quiet", "--print-config", "--help")
+    assert len(options) == len(own) + len(dataclasses.fields(TrainConfig)) - len(SKIP), len(options)
     flags = _flags(command("train"))
     for loop_only in ("--problems", "--run-dir", "--steps", "--n", "--workers", "--engine", "--loop"):
         assert loop_only not in flags, loop_only

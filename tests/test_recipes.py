@@ -20,10 +20,10 @@ import pytest
 
 from mcoder.jsonl import read_records
 from mcoder.records import Problem, Rollout, Verdict
+from mcoder.train.config import ALGOS
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ROOT / "commands"
-RECIPE_FILES = ROOT / "recipes"
 SCRIPTS = ["ci_judge.sh", "demo.sh"]
 
 
@@ -55,10 +55,9 @@ def test_make_recipes_runs_every_recipe_file_at_its_smoke_size():
     """`make recipes` (what CI runs) loops over each recipe of recipes/ with smoke.toml over it."""
     done = subprocess.run(["make", "-n", "recipes", "VENV=.venv"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    algos = sorted(p.stem for p in RECIPE_FILES.glob("*.toml") if p.stem != "smoke")
-    assert algos == ["dapo", "grpo", "microcoder-grpo"]
-    assert f"for recipe in {' '.join(sorted(algos, key=['grpo', 'dapo', 'microcoder-grpo'].index))}; do" in done.stdout
-    assert "loop --config recipes/$recipe.toml --config recipes/smoke.toml" in done.stdout
+    algos = sorted(ALGOS)  # each algorithm's recipe (tests/test_recipe_files.py: the recipes that name one)
+    assert f"for recipe in {' '.join(algos)}; do" in done.stdout
+    assert "loop --config $recipe --config smoke" in done.stdout
     assert "train --loop" not in done.stdout and "commands/train_" not in done.stdout
 
 
@@ -252,13 +251,13 @@ def test_the_demo_fails_with_the_evaluation_that_ran_beside_the_rl_run(tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", ["grpo", "dapo", "microcoder-grpo"])
+@pytest.mark.parametrize("algo", ALGOS)
 def test_recipe_file_smoke(algo, tiny_model, tmp_path):
     """A recipe file with smoke.toml over it: two steps of the loop, then its figures."""
     p = str(tmp_path / "problems.jsonl")
     assert mcoder("dataset", "build", str(ROOT / "examples" / "problems"), "--out", p, "-q", cwd=tmp_path).returncode == 0
     train = tmp_path / "run"
-    done = mcoder("loop", "--config", str(RECIPE_FILES / f"{algo}.toml"), "--config", str(RECIPE_FILES / "smoke.toml"),
+    done = mcoder("loop", "--config", algo, "--config", "smoke",  # by name: the package's recipe files
                   "-m", str(tiny_model), "-p", p, "--run-dir", str(train), "-q", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     config = json.loads((train / "config.json").read_text())  # the run's settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcoder.errors import UsageError
-from mcoder.train.config import PRESET_TEMPERATURE, TrainConfig, resolve
+from mcoder.train.config import TrainConfig, preset_temperature, resolve
 
 
 def test_presets_hold_each_papers_settings():
@@ -30,7 +30,7 @@ def test_presets_hold_each_papers_settings():
         mc.truncation,
         mc.mask_rho,
         mc.mask_repeat_m,
-        PRESET_TEMPERATURE["microcoder-grpo"],
+        preset_temperature("microcoder-grpo"),
     ) == (
         0.28,
         0.0,

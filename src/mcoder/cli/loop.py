@@ -4,7 +4,8 @@ The options of the command itself (inputs, outputs, the recipe) are written here
 loop, sampling and judge setting is generated from its dataclass field (``mcoder.cli.options``),
 so the help text is the field's docstring. A recipe file (``--config``, the shape of
 ``RUN/config.json``, ``mcoder.loop.recipe``) and ``--set section.key=value`` give the same
-settings: field defaults < --config files (in order) < plain options < --set.
+settings: field defaults < --config files (in order) < plain options < --set. ``--print-config``
+prints the settings they resolve to and runs nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mcoder.cli.options import config_options, given, option, with_options
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.train.config import PRESET_TEMPERATURE, PRESETS, TrainConfig
+from mcoder.train.config import ALGOS, TrainConfig, preset_temperature, presets
 
 IO = "Inputs and outputs"
 EPILOG = (
@@ -71,16 +72,17 @@ def _params() -> list[inspect.Parameter]:
             "e.g. --set train.mask_rho=0.5 --set sampling.temperature=auto.",
         ),
         option("quiet", bool, "--quiet", "-q", default=False, help="No progress bars or tables on stderr.", panel=IO),
+        option("print_config", bool, "--print-config", default=False, help="Print the resolved settings (JSON, the RUN/config.json the run would write: a recipe) and run nothing.", panel=IO),
     ]
     return [
         *explicit,
         *config_options(LoopConfig, skip=LOOP_SKIP),
-        *config_options(TrainConfig, skip=TRAIN_SKIP, preset_values=PRESETS),
+        *config_options(TrainConfig, skip=TRAIN_SKIP, preset_values=presets()),
         *config_options(
             SamplingConfig,
             skip=SAMPLING_SKIP,
             names=SAMPLING_NAMES,
-            preset_values={a: {"temperature": t} for a, t in PRESET_TEMPERATURE.items()},
+            preset_values={a: {"temperature": preset_temperature(a)} for a in ALGOS},
         ),
         *judge_params(),
     ]
@@ -124,6 +126,11 @@ def _loop(**kw: Any) -> None:
     from mcoder.loop.loop import run_loop
 
     apply_quiet(kw["quiet"])
+    if kw["print_config"]:
+        from mcoder.console import document
+
+        document(loop_config(kw).validate().to_json() + "\n")
+        return
     run_loop(loop_config(kw))
 
 

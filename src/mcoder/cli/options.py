@@ -5,7 +5,7 @@ help panel; a ``Literal``'s values are listed in the help and checked by the con
 to None, meaning "not given": the dataclass (or the preset) decides, and its value is shown in the
 help. A subcommand lists its own few options by hand and adds these::
 
-    params = config_options(TrainConfig, skip={"seed"}, preset_values=PRESETS)
+    params = config_options(TrainConfig, skip={"seed"}, preset_values=presets())
     train = with_options(_train, [*explicit, *params])
     ...
     values = given(TrainConfig, kwargs)        # {field: value} of the options the user gave

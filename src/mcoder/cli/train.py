@@ -23,7 +23,7 @@ from mcoder.config import flag
 from mcoder.console import emit
 from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
-from mcoder.train.config import PRESETS, TrainConfig
+from mcoder.train.config import TrainConfig, presets
 
 IO = "Inputs and outputs"
 EPILOG = (
@@ -45,8 +45,9 @@ def _params() -> list:
         option("out", Path | None, "--out", "-o", help="Checkpoint folder to write.", panel=IO, role=OUTPUT_DIR),
         option("overwrite", bool, "--overwrite", default=False, help="Train again even if OUT holds this update.", panel=IO),
         option("quiet", bool, "--quiet", "-q", default=False, help="No progress bars or tables on stderr.", panel=IO),
+        option("print_config", bool, "--print-config", default=False, help="Print the resolved settings (JSON, OUT/trainer/train_config.json's; null: read from the rollouts) and train nothing.", panel=IO),
     ]
-    return [*explicit, *config_options(TrainConfig, skip=SKIP, names=NAMES, preset_values=PRESETS)]
+    return [*explicit, *config_options(TrainConfig, skip=SKIP, names=NAMES, preset_values=presets())]
 
 
 @guarded
@@ -59,6 +60,11 @@ def _train(**kw: Any) -> None:
     apply_quiet(kw["quiet"])
     values = given(TrainConfig, kw)
     algo = values.pop("algo", "microcoder-grpo")
+    if kw["print_config"]:
+        from mcoder.console import document
+
+        document(resolve(algo, values).settle().to_json() + "\n")
+        return
     missing = [k for k in ("rollouts", "verdicts", "out") if kw[k] is None]
     if missing:
         raise UsageError(

@@ -9,7 +9,7 @@ A recipe has the shape of the ``RUN/config.json`` a run writes, so a run's own c
     steps = 300
     [train]                         # TrainConfig (algo picks the preset the other values start from)
     algo = "microcoder-grpo"
-    mask_rho = 0.1
+    mask_rho = 0.2
     [sampling]                      # SamplingConfig
     temperature = "auto"
     [judge]                         # JudgeConfig
@@ -44,7 +44,7 @@ from mcoder.errors import UsageError
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.rollout.sampling import SamplingConfig
-from mcoder.train.config import PRESET_TEMPERATURE, TrainConfig, resolve
+from mcoder.train.config import ALGOS, RECIPES, TrainConfig, preset_temperature, recipe_names, resolve
 
 # A recipe: top-level keys (TOP_KEYS) and one table per section; what every layer holds.
 Settings = dict[str, Any]
@@ -76,8 +76,8 @@ def section_fields(section: str) -> dict[str, Any]:
 
 def read_recipe(path: str | Path) -> Settings:
     """The settings of a recipe file, checked: known keys given once, values of the fields' types,
-    choices and ranges."""
-    path = Path(path)
+    choices and ranges. A name with no such file (``dapo``) is the package's recipe of that name."""
+    path = recipe_path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not a setting
     except FileNotFoundError:
@@ -93,6 +93,15 @@ def read_recipe(path: str | Path) -> Settings:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: a recipe is a table of settings, not {type(data).__name__}")
     return check(data, origin=str(path), text=text)
+
+
+def recipe_path(path: str | Path) -> Path:
+    """``path``, or the package's recipe it names (``dapo``: ``mcoder/recipes/dapo.toml``) when
+    no such file is here."""
+    path = Path(path)
+    if not path.exists() and str(path) in recipe_names():
+        return RECIPES / f"{path}.toml"
+    return path
 
 
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -356,8 +365,8 @@ def build(settings: Mapping[str, Any]) -> LoopConfig:
     train = dict(settings.get("train", {}))
     algo = train.pop("algo", "microcoder-grpo")
     sampling = dict(settings.get("sampling", {}))
-    if sampling.get("temperature") is None and algo in PRESET_TEMPERATURE:
-        sampling["temperature"] = PRESET_TEMPERATURE[algo]
+    if sampling.get("temperature") is None and algo in ALGOS:
+        sampling["temperature"] = preset_temperature(algo)
     _check_length_limit(train, sampling)
     return LoopConfig(
         model=settings["model"],

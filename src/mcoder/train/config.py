@@ -1,10 +1,11 @@
-"""Training configuration: one dataclass, three presets, every knob overridable.
+"""Training configuration: one dataclass, a preset per algorithm, every knob overridable.
 
 Fields are grouped by concern (``# --- name``: the help panel); each docstring line is the
 ``--help`` text (``mcoder train``'s and ``mcoder loop``'s options are generated from these fields,
 ``mcoder.cli.options``)
-and a ``Literal`` type is the list of allowed values. ``resolve(algo, overrides)`` starts from a
-preset and applies the user's values; the resolved config is saved beside every checkpoint
+and a ``Literal`` type is the list of allowed values. A preset is a recipe file of the package
+(``mcoder/recipes/ALGO.toml``: its ``[train]`` table, ``presets``); ``resolve(algo, overrides)``
+starts from one and applies the user's values; the resolved config is saved beside every checkpoint
 (``train_config.json``) so a run can be read back exactly. What the loop adds (steps, batch of
 problems, sampling, judging) is in ``mcoder.loop.config``.
 """
@@ -12,7 +13,9 @@ problems, sampling, judging) is in ``mcoder.loop.config``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -20,6 +23,7 @@ from typing import Any, Literal, get_args
 from mcoder.config import check_choices, check_ranges, from_dict, not_setting, ranges
 from mcoder.errors import UsageError
 
+# The algorithms, in the order the help lists them: each is a recipe file of the package (RECIPES).
 Algo = Literal["grpo", "dapo", "microcoder-grpo"]
 LossAgg = Literal["token", "sequence", "constant"]
 TruncationMode = Literal["none", "all", "conditional"]
@@ -37,6 +41,49 @@ VLLM_IMPORTANCE_SAMPLING_CAP = 2.0
 # watched, not what it computed. (Knobs that leave the result as it is are ``not_setting``.)
 NOT_ON_CARD = {"card": False}
 
+# The recipe files shipped in the package (``recipes/`` in the repository is this folder):
+# ``mcoder loop --config NAME`` reads one by its name, and a recipe whose ``[train]`` names an
+# algorithm (``algo``, its file's name) is that algorithm's preset.
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+DEFAULT_ALGO = "microcoder-grpo"
+
+
+@functools.cache
+def _recipe_text(name: str) -> str:
+    return (RECIPES / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def recipe_names() -> list[str]:
+    """The names of the package's recipe files (``--config NAME``), sorted."""
+    return sorted(p.stem for p in RECIPES.glob("*.toml"))
+
+
+def recipe(name: str) -> dict[str, Any]:
+    """The tables of the package's recipe ``name`` as written (unchecked: ``mcoder.loop.recipe``
+    checks a recipe it reads)."""
+    return tomllib.loads(_recipe_text(name))
+
+
+def preset(algo: str) -> dict[str, Any]:
+    """What the preset ``algo`` sets: its recipe's ``[train]`` table (the objective), less the
+    name. The recipe's other tables are a run's sizes, read with ``--config`` only."""
+    return {k: v for k, v in recipe(algo)["train"].items() if k != "algo"}
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    """Every preset (algo -> its values), in the order of ``ALGOS``."""
+    return {algo: preset(algo) for algo in ALGOS}
+
+
+def preset_temperature(algo: str) -> str:
+    """The sampling temperature the loop of ``algo`` uses (its recipe's ``[sampling]``; a
+    --temperature spec)."""
+    return str(recipe(algo)["sampling"]["temperature"])
+
+
+# A field that a preset sets defaults to the value of the default algorithm's preset.
+_DEFAULT = preset(DEFAULT_ALGO)
+
 
 @ranges(
     eps_low="[0, 1)", eps_high=">= 0", beta=">= 0", adv_eps="> 0", logprob_temperature="> 0", max_tokens=">= 1",
@@ -49,17 +96,17 @@ NOT_ON_CARD = {"card": False}
 @dataclass
 class TrainConfig:
     # --- objective
-    algo: Algo = "microcoder-grpo"
+    algo: Algo = DEFAULT_ALGO
     """Preset the other values started from: grpo, dapo or microcoder-grpo."""
-    eps_low: float = 0.2
-    """ε: the ratio is clipped below at 1-ε (for A < 0). GRPO/DAPO/MicroCoder: 0.2."""
-    eps_high: float = 0.28
-    """ε_high: the ratio is clipped above at 1+ε_high (for A > 0). GRPO 0.2; DAPO clip-higher 0.28."""
-    beta: float = 0.0
-    """β: weight of the k3 KL to the reference model. 0 loads no reference model. GRPO 0.04."""
+    eps_low: float = _DEFAULT["eps_low"]
+    """ε: the ratio is clipped below at 1-ε (for A < 0)."""
+    eps_high: float = _DEFAULT["eps_high"]
+    """ε_high: the ratio is clipped above at 1+ε_high (for A > 0); above ε: DAPO's clip-higher."""
+    beta: float = _DEFAULT["beta"]
+    """β: weight of the k3 KL to the reference model. 0 loads no reference model."""
     kl_ratio_weighted: bool = False
     """Multiply the KL term by the ratio (DeepSeek-V3.2 unbiased KL gradient; TRL's use_bias_correction_kl)."""
-    loss_agg: LossAgg = "token"
+    loss_agg: LossAgg = _DEFAULT["loss_agg"]
     """Loss aggregation: token (Σ/tokens, DAPO), sequence (per-sequence mean, GRPO), constant (Σ/(B·L_max), Dr. GRPO)."""
     adv_eps: float = 1e-4
     """eps in A = (R - mean) / (std + eps)."""
@@ -69,17 +116,17 @@ class TrainConfig:
     """L_max, the completion length limit; None reads it from the rollouts (their longest completion). The loop sets it to its sampling limit."""
 
     # --- truncated outputs
-    truncation: TruncationMode = "conditional"
+    truncation: TruncationMode = _DEFAULT["truncation"]
     """What to do with outputs cut at L_max: none, all (DAPO: mask every one), conditional (MicroCoder)."""
-    mask_rho: float = 0.1
+    mask_rho: float = _DEFAULT["mask_rho"]
     """ρ: probability that an eligible truncated output is masked (conditional mode)."""
-    mask_repeat_m: int = 128
+    mask_repeat_m: int = _DEFAULT["mask_repeat_m"]
     """m: an output whose last m tokens repeat the m before them is never masked."""
-    mask_non_incorrect: NonIncorrect = "accepted_or_unfinished"
+    mask_non_incorrect: NonIncorrect = _DEFAULT["mask_non_incorrect"]
     """Truncated outputs that count as not incorrect: accepted_or_unfinished (accepted, or stopped before a program that parses: no code, or open code that does not parse), accepted_or_cut_off (accepted, or its code block still open or no code: a whole program cut at its closing fence too), accepted, accepted_or_no_code."""
     truncated_reward: TruncatedReward = "verdict"
     """What an output cut at L_max scores: verdict (the judge's reward) or zero (0 whatever its program did, as where a cut-off never holds a finished answer)."""
-    mask_mode: MaskMode = "zero_advantage"
+    mask_mode: MaskMode = _DEFAULT["mask_mode"]
     """How a masked output leaves the loss: zero_advantage (the paper's equation, verl: its tokens stay in the token count) or drop (removed from the loss and its count, TRL)."""
     overlong_penalty: bool = False
     """DAPO's soft overlong punishment: reward falls linearly to -1 over the last overlong_cache tokens."""
@@ -169,53 +216,11 @@ class TrainConfig:
         return from_dict(cls, json.loads(Path(path).read_text()))
 
 
-# Each preset's values are also written out in its recipe file (recipes/grpo.toml, dapo.toml,
-# microcoder-grpo.toml; a test keeps the two equal).
-PRESETS: dict[str, dict[str, Any]] = {
-    # DeepSeekMath GRPO: symmetric clip, KL to a reference, per-sequence mean, no masking.
-    "grpo": {
-        "eps_low": 0.2,
-        "eps_high": 0.2,
-        "beta": 0.04,
-        "loss_agg": "sequence",
-        "truncation": "none",
-    },
-    # DAPO: clip-higher, no KL, token-level loss, truncated outputs masked, dynamic sampling.
-    "dapo": {
-        "eps_low": 0.2,
-        "eps_high": 0.28,
-        "beta": 0.0,
-        "loss_agg": "token",
-        "truncation": "all",
-        "mask_mode": "drop",  # overlong filtering: truncated outputs leave the loss (as TRL)
-        "dynamic_sampling": True,
-    },
-    # MicroCoder-GRPO: clip-higher, no KL, token-level loss, conditional truncation masking
-    # (rho 0.1, m 128, accepted or unfinished outputs, advantage zeroed as in the paper's equation),
-    # temperature chosen by diversity.
-    "microcoder-grpo": {
-        "eps_low": 0.2,
-        "eps_high": 0.28,
-        "beta": 0.0,
-        "loss_agg": "token",
-        "truncation": "conditional",
-        "mask_rho": 0.1,
-        "mask_repeat_m": 128,
-        "mask_non_incorrect": "accepted_or_unfinished",
-        "mask_mode": "zero_advantage",
-    },
-}
-
-
-# The sampling temperature each preset's loop uses (``mcoder.loop``; a --temperature spec).
-PRESET_TEMPERATURE: dict[str, str] = {"grpo": "1.0", "dapo": "1.0", "microcoder-grpo": "auto"}
-
-
 def resolve(algo: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """The preset ``algo`` with ``overrides`` (None values mean "not given") applied, validated."""
-    if algo not in PRESETS:
+    if algo not in ALGOS:
         raise UsageError(f"unknown --algo {algo!r}", hint=f"choose one of {', '.join(ALGOS)}")
-    values = {"algo": algo, **PRESETS[algo]}
+    values = {"algo": algo, **preset(algo)}
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     for k, v in (overrides or {}).items():
         if k not in known:

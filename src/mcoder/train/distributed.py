@@ -44,10 +44,8 @@ import torch.distributed as dist
 from mcoder.train.batching import Sample, groups
 from mcoder.train.config import TrainConfig
 from mcoder.train.models import empty_policy, empty_reference, load_policy, load_reference
+from mcoder.train.terms import metric_names
 from mcoder.train.trainer import Trainer
-
-METRIC_KEYS = ("tokens", "ratio", "clip_low", "clip_high", "kl", "entropy", "loss")
-
 
 # ---------------------------------------------------------------- the process group
 
@@ -399,9 +397,10 @@ class FSDPTrainer(Trainer):
         return int(most) - count
 
     def sum_over_processes(self, sums: Counter[str]) -> Counter[str]:
-        totals = torch.tensor([float(sums[k]) for k in METRIC_KEYS], dtype=torch.float64, device=HOST)
+        keys = ("tokens", *metric_names(), "entropy", "loss")  # what Trainer.accumulate_gradients adds up
+        totals = torch.tensor([float(sums[k]) for k in keys], dtype=torch.float64, device=HOST)
         dist.all_reduce(totals)
-        return Counter(dict(zip(METRIC_KEYS, totals.tolist(), strict=True)))
+        return Counter(dict(zip(keys, totals.tolist(), strict=True)))
 
     def scalar(self, t) -> float:
         return float(_full(t))

@@ -1,6 +1,7 @@
 """The GRPO objective as pure tensor functions (no model, no I/O).
 
     J(θ) = E_q [ Σ_i min( r_i A_i , clip(r_i, 1-eps_low, 1+eps_high) A_i ) - beta D_KL(π_θ || π_ref) ]
+           (each part a loss term of mcoder.train.terms, which policy_loss sums)
     r_i  = π_θ^T(o_i|q) / π_old^T(o_i|q)     per token, logits divided by the sampling temperature T
     A_i  = (R_i - mean(R)) / (std(R) + eps)   over the G outputs of one prompt, before any masking
 
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mcoder.train.config import LossAgg
+from mcoder.train.config import LossAgg, TrainConfig
+from mcoder.train.terms import TERMS, LossInputs
 
 # ------------------------------------------------------------------ log-probs
 
@@ -141,16 +143,7 @@ class LossParts:
 
     loss: torch.Tensor  # scalar, already divided by the mini-batch normaliser
     tokens: float  # tokens in the loss mask
-    ratio_sum: float
-    clip_low_sum: float  # tokens with r < 1-eps_low and A < 0 (the clip binds)
-    clip_high_sum: float  # tokens with r > 1+eps_high and A > 0
-    kl_sum: float  # k3 estimate against π_ref (or π_old when there is no reference model)
-
-
-def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Schulman's k3 estimator of KL(π_θ || π_ref) per token: exp(d) - d - 1, d = log π_ref - log π_θ."""
-    d = ref_logp - logp  # (B, T)
-    return torch.exp(d) - d - 1  # (B, T)
+    metrics: dict[str, float]  # each term's sums over those tokens, by name (terms.metric_names())
 
 
 def aggregate(
@@ -187,51 +180,36 @@ def policy_loss(
     old_logp: torch.Tensor,
     adv: torch.Tensor,
     mask: torch.Tensor,
+    cfg: TrainConfig,
     *,
-    eps_low: float,
-    eps_high: float,
-    beta: float = 0.0,
     ref_logp: torch.Tensor | None = None,
-    agg: LossAgg = "token",
+    is_weights: torch.Tensor | None = None,
     num_tokens: float,
     num_seqs: int,
     L_max: int | None = None,
-    kl_ratio_weighted: bool = False,
-    is_weights: torch.Tensor | None = None,
 ) -> LossParts:
-    """-J for one micro-batch: the clipped surrogate plus beta · k3 KL, aggregated by ``agg``.
+    """-J for one micro-batch: the sum of the loss terms (``mcoder.train.terms.TERMS``: the
+    clipped surrogate, beta · k3 KL, ...), aggregated by ``cfg.loss_agg``, and the terms' metrics.
 
     logp (B, T) carries the gradient; old_logp and ref_logp (B, T) and adv (B,) are constants.
-    ``kl_ratio_weighted`` multiplies the KL by the ratio r (DeepSeek-V3.2's unbiased KL gradient,
-    TRL's use_bias_correction_kl); the GRPO objective above has it off. ``is_weights`` (B, T),
-    constants: truncated importance weights min(π_old / π_sampler, C) on each token's surrogate
-    (the sampler's distribution differs from the trainer's, e.g. vLLM in bf16).
+    ``is_weights`` (B, T), constants: truncated importance weights min(π_old / π_sampler, C) on
+    each token's surrogate. ``cfg``: the settings the terms read (their weights among them).
     """
     mask = mask.to(logp.dtype)  # (B, T)
-    A = adv.to(logp.dtype).unsqueeze(1)  # (B, 1)
-    ratio = torch.exp(logp - old_logp)  # (B, T)
-    clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)  # (B, T)
-    per_token = -torch.min(ratio * A, clipped * A)  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.to(logp.dtype)  # (B, T)
-    if beta != 0.0:
-        if ref_logp is None:
-            raise ValueError("beta > 0 needs the reference model's log-probs")
-        kl_term = k3_kl(logp, ref_logp)  # (B, T)
-        if kl_ratio_weighted:
-            kl_term = kl_term * ratio  # (B, T)
-        per_token = per_token + beta * kl_term  # (B, T)
-    loss = aggregate(per_token, mask, agg, num_tokens=num_tokens, num_seqs=num_seqs, L_max=L_max)
-
-    with torch.no_grad():  # monitors, summed so that micro-batches add up
-        kl = k3_kl(logp, ref_logp if ref_logp is not None else old_logp)  # (B, T)
-        low = ((ratio < 1 - eps_low) & (A < 0)).to(mask.dtype)  # (B, T)
-        high = ((ratio > 1 + eps_high) & (A > 0)).to(mask.dtype)  # (B, T)
-        return LossParts(
-            loss=loss,
-            tokens=float(mask.sum()),
-            ratio_sum=float((ratio * mask).sum()),
-            clip_low_sum=float((low * mask).sum()),
-            clip_high_sum=float((high * mask).sum()),
-            kl_sum=float((kl * mask).sum()),
-        )
+    x = LossInputs(
+        logp=logp,
+        old_logp=old_logp,
+        ref_logp=ref_logp,
+        adv=adv.to(logp.dtype).unsqueeze(1),  # (B, 1)
+        mask=mask,
+        ratio=torch.exp(logp - old_logp),  # (B, T)
+        is_weights=is_weights,
+    )
+    per_token, metrics = None, {}
+    for term in TERMS.values():
+        part, sums = term.fn(x, cfg)
+        if part is not None:
+            per_token = part if per_token is None else per_token + part  # (B, T)
+        metrics.update(sums)
+    loss = aggregate(per_token, mask, cfg.loss_agg, num_tokens=num_tokens, num_seqs=num_seqs, L_max=L_max)
+    return LossParts(loss=loss, tokens=float(mask.sum()), metrics=metrics)

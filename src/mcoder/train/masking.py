@@ -104,9 +104,9 @@ def truncation_decision(
     tokens: Sequence[int],
     mode: TruncationMode,
     rng: random.Random,
-    rho: float = 0.1,
-    m: int = 128,
-    non_incorrect: NonIncorrect = "accepted_or_unfinished",
+    rho: float,
+    m: int,
+    non_incorrect: NonIncorrect,
     is_cut_off: bool = False,
     program: ProgramState | None = None,
 ) -> MaskDecision:

@@ -41,6 +41,7 @@ from mcoder.train.card import write_model_card
 from mcoder.train.config import TrainConfig
 from mcoder.train.masking import scored_reward
 from mcoder.train.models import completion_logprobs, load_policy, load_reference, score
+from mcoder.train.terms import metric_names
 
 # A checkpoint folder is the policy as a plain Hugging Face folder (weights or LoRA adapter,
 # tokenizer, README.md model card), loadable by from_pretrained and vLLM as it is; what only
@@ -202,10 +203,7 @@ class Trainer:
         tok, n = max(sums["tokens"], 1.0), max(sums["updates"], 1)
         return {
             "loss": sums["loss"] / n,
-            "clip/low": sums["clip_low"] / tok,
-            "clip/high": sums["clip_high"] / tok,
-            "ratio/mean": sums["ratio"] / tok,
-            "kl": sums["kl"] / tok,
+            **{name: sums[name] / tok for name in metric_names()},  # each loss term's, per token
             "entropy": sums["entropy"] / tok,
             "grad_norm": sums["grad_norm"] / n,
             "lr": sums["lr"] / n,
@@ -230,14 +228,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         for micro in micros:
             parts, entropy = self._micro_step(micro, T, L_max, num_tokens, num_seqs)
-            for k, v in (
-                ("tokens", parts.tokens),
-                ("ratio", parts.ratio_sum),
-                ("clip_low", parts.clip_low_sum),
-                ("clip_high", parts.clip_high_sum),
-                ("kl", parts.kl_sum),
-                ("entropy", entropy),
-            ):
+            for k, v in (("tokens", parts.tokens), *parts.metrics.items(), ("entropy", entropy)):
                 sums[k] += v
             sums["loss"] += float(parts.loss.detach())
         for _ in range(idle):
@@ -276,16 +267,12 @@ class Trainer:
             batch.old_logprobs,
             batch.advantages,
             batch.completion_mask,
-            eps_low=self.cfg.eps_low,
-            eps_high=self.cfg.eps_high,
-            beta=self.cfg.beta,
+            self.cfg,
             ref_logp=batch.ref_logprobs,
-            agg=self.cfg.loss_agg,
+            is_weights=batch.is_weights,
             num_tokens=num_tokens,
             num_seqs=num_seqs,
             L_max=L_max,
-            kl_ratio_weighted=self.cfg.kl_ratio_weighted,
-            is_weights=batch.is_weights,
         )
         parts.loss.backward()
         return parts, float((entropy * batch.completion_mask).sum())
