@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from mcoder.formats import lcb_results
 from mcoder.records import Problem, Rollout, from_dict, to_dict
@@ -63,13 +64,8 @@ DATES = {"codeforces/1873_A": "2023-08-21", "leetcode/2727": "2023-05-13", "atco
 
 
 def _needs_sandbox():
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge import sandbox
 
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
 
 
 def mc(command: str, *args):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -137,16 +138,34 @@ def test_dash_h_is_help_for_every_subcommand():
     assert _help("-h").exit_code == 0
 
 
-def test_help_at_80_columns_shows_every_flag_whole_in_panels_with_an_example():
-    root = typer.main.get_command(app)
+def _commands(command, words=()):
+    """(words, click command) of mcoder itself, each group and each command under it."""
+    yield words, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*words, name))
+
+
+COMMANDS = dict(_commands(typer.main.get_command(app)))
+
+
+@pytest.mark.parametrize("words", sorted(COMMANDS), ids=lambda w: " ".join(w) or "mcoder")
+def test_every_help_fits_80_columns_and_shows_every_flag_whole(words):
+    """At 80 columns no line is longer, and nothing (a flag name, a long default) is cut off with
+    an ellipsis: every --flag of the command is there whole."""
+    res = runner.invoke(app, [*words, "-h"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"}, terminal_width=80)
+    assert res.exit_code == 0, res.output
+    text = res.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "\u2026" not in text, [line for line in text.splitlines() if "\u2026" in line]
+    for p in COMMANDS[words].params:
+        for flag in p.opts + p.secondary_opts:
+            if flag.startswith("--"):
+                assert flag in text, (words, flag)
+
+
+def test_help_shows_flags_in_panels_with_an_example():
     for cmd in MINE:
         text = _help(cmd, "--help").stdout
-        assert max(len(line) for line in text.splitlines()) <= 80
-        params = root.commands[cmd].params
-        for p in params:
-            for flag in p.opts + p.secondary_opts:
-                if flag.startswith("--"):
-                    assert flag in text, (cmd, flag)
         assert "<bool>" not in text, cmd
         assert "Inputs and outputs" in text and "Other" in text and "Example: mcoder " + cmd in text
 

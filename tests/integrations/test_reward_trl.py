@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from helpers.large import ANSWER, large_json, retained_bytes
 from mcoder.cli.app import app
-from mcoder.errors import EnvironmentMissing
 from mcoder.integrations.columns import completion_text
 from mcoder.integrations.trl_reward import JudgeReward
-from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.records import Problem, from_dict, to_dict
 
@@ -30,10 +29,7 @@ trl = pytest.importorskip("trl")
 
 @pytest.fixture(autouse=True)
 def _sandbox():
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"the judge's sandbox is not available here: {e}")
+    sandbox_or_skip()
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "problems"

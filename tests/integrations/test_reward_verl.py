@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sandbox_or_skip
 from helpers.large import ANSWER, large_json, retained_bytes
-from mcoder.errors import DataError, EnvironmentMissing
+from mcoder.errors import DataError
 from mcoder.integrations import verl_reward
-from mcoder.judge import sandbox
 from mcoder.records import Problem, from_dict, to_dict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "problems"
@@ -23,10 +23,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "problems"
 
 @pytest.fixture(autouse=True)
 def _sandbox():
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"the judge's sandbox is not available here: {e}")
+    sandbox_or_skip()
 
 
 @pytest.fixture

@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 
 import mcoder
-from mcoder.errors import EnvironmentMissing
-from mcoder.judge import sandbox
+from conftest import judge_config
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
@@ -49,11 +48,7 @@ CONTAINED = [Test("", "contained\n")]  # the program prints this only when every
 
 
 def _cfg(**kw) -> JudgeConfig:
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
-    return JudgeConfig(**{"workers": 1, "timeout_s": 1.0, "memory_mb": 400, "max_processes": 16, **kw})
+    return judge_config(**{"workers": 1, "timeout_s": 1.0, "memory_mb": 400, "max_processes": 16, **kw})
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcoder.errors import EnvironmentMissing
+from conftest import judge_config
 from mcoder.jsonl import dumps
-from mcoder.judge import core, sandbox, untrusted
+from mcoder.judge import core, untrusted
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.judge.stage import judge_files
@@ -32,11 +32,7 @@ HONEST = "print(2 * int(input()))"
 
 
 def _cfg(**kw) -> JudgeConfig:
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
-    return JudgeConfig(**{"workers": 1, "timeout_s": 5.0, "memory_mb": 512, **kw})
+    return judge_config(**{"workers": 1, "timeout_s": 5.0, "memory_mb": 512, **kw})
 
 
 @pytest.fixture(scope="module")

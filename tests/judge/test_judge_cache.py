@@ -8,8 +8,7 @@ import textwrap
 
 import pytest
 
-from mcoder.errors import EnvironmentMissing
-from mcoder.judge import sandbox
+from conftest import sandbox_or_skip
 from mcoder.judge.cache import NOT_IN_KEY, limits_key
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
@@ -73,10 +72,7 @@ def test_an_outcome_with_numpy_visible_is_not_reused_where_it_is_not():
         import numpy  # noqa: F401
     except ImportError:
         pytest.skip("numpy is not installed")
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     problem = Problem(id="p", source="test", question="", tests=[Test("4\n", "8\n")])
     rollout = Rollout(id="r", problem_id="p", completion=f"```python\n{textwrap.dedent(NUMPY)}\n```")
     common = {"workers": 1, "timeout_s": 20.0, "memory_mb": 1024}
@@ -96,10 +92,7 @@ def test_prepared_tests_are_kept_by_content_within_a_bound_in_bytes():
     from helpers.large import ANSWER, large_record
     from mcoder.records import from_dict
 
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     with Judge(JudgeConfig(workers=1)) as judge:
         judge.prepared.max_bytes = 5 << 20  # room for two of these problems
         for name in ("a", "b", "a", "c", "d"):

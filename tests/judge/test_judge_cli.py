@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from mcoder.errors import EnvironmentMissing
 from mcoder.judge import sandbox
@@ -34,10 +35,7 @@ GOOD_ADD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
 
 @pytest.fixture(autouse=True)
 def _needs_sandbox():
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

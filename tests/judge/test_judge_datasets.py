@@ -15,8 +15,8 @@ import json
 
 import pytest
 
+from conftest import sandbox_or_skip
 from mcoder.errors import EnvironmentMissing
-from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout
@@ -79,10 +79,7 @@ def mutant(p: Problem) -> str:
 def check_references_and_mutants(problems: list[Problem], packages: tuple[str, ...] = ()) -> None:
     """``packages``: third-party packages the programs may import (LeetCode offers
     sortedcontainers; by default the judge shows programs the standard library only)."""
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     fenced = "```python\n{}\n```".format
     rollouts = []
     for p in problems:

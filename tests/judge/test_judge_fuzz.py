@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcoder.errors import EnvironmentMissing
+from conftest import judge_config
 from mcoder.jsonl import dumps
-from mcoder.judge import compare, harness, plain, pool, sandbox
+from mcoder.judge import compare, harness, plain, pool
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
@@ -57,13 +57,9 @@ HONEST = {"stdin": "print(2 * int(input()))", "call": "def f(x):\n    return 2 *
 
 
 def _cfg(**kw) -> JudgeConfig:
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
     # a roomy wall backstop: honest neighbours must not meet it on a loaded machine (hostile
     # programs that spin are stopped by the CPU limit, not by it)
-    return JudgeConfig(
+    return judge_config(
         **{"workers": 2, "timeout_s": 2.0, "wall_factor": 4.0, "memory_mb": 512, "max_output_mb": 2.0, **kw}
     )
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
-from mcoder.errors import EnvironmentMissing
-from mcoder.judge import sandbox
 from mcoder.judge.stage import Shard
 
 runner = CliRunner()
@@ -35,10 +34,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def judged(tmp_path_factory):
     """Example problems, their reference solutions (and a wrong program each) as rollouts,
     judged once whole and once as 3 shards."""
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     d = tmp_path_factory.mktemp("merge")
     problems = []
     for name in ("stdin.jsonl", "call.jsonl"):

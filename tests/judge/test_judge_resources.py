@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcoder.errors import EnvironmentMissing
+from conftest import judge_config, judge_program
 from mcoder.judge import sandbox
-from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.records import Problem, Rollout, Test
 
@@ -25,11 +24,7 @@ ANSWER = [Test("4\n", "8\n")]
 
 
 def _judge(**kw) -> Judge:
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
-    return Judge(JudgeConfig(**{"workers": 1, "memory_mb": 400, "cache": False, **kw}))
+    return Judge(judge_config(**{"workers": 1, "memory_mb": 400, "cache": False, **kw}))
 
 
 def _rollout(rid: str, code: str, pid: str = "p") -> Rollout:
@@ -37,9 +32,7 @@ def _rollout(rid: str, code: str, pid: str = "p") -> Rollout:
 
 
 def run(judge: Judge, code: str, tests=ANSWER, **problem):
-    p = Problem(id="p", source="test", question="", tests=list(tests), **problem)
-    (v,) = judge.judge({"p": p}, [_rollout("r", code)])
-    return v
+    return judge_program(judge, code, tests, **problem)
 
 
 def burn_cpu(seconds: float) -> str:

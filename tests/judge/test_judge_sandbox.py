@@ -12,28 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from mcoder.errors import EnvironmentMissing
+from conftest import judge_config, judge_program
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
 from mcoder.judge.core import Judge
 from mcoder.judge.harness import CANDIDATE_ENV
-from mcoder.records import Problem, Rollout, Test
+from mcoder.records import Test
 
 SUM_TESTS = [Test("3\n1 2 3\n", "6\n"), Test("2\n10 -4\n", "6\n"), Test("1\n7\n", "7\n")]
 
 
 def _judge(**limits) -> Judge:
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
-    return Judge(JudgeConfig(workers=2, memory_mb=256, **limits))
-
-
-@pytest.fixture(scope="module")
-def judge():
-    with _judge(timeout_s=3.0) as j:
-        yield j
+    return Judge(judge_config(workers=2, memory_mb=256, **limits))
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +33,7 @@ def hostile_judge():
 
 
 def run(judge: Judge, code: str, tests=SUM_TESTS, **problem):
-    p = Problem(id="p", source="test", question="", tests=list(tests), **problem)
-    (v,) = judge.judge(
-        {"p": p}, [Rollout(id="r", problem_id="p", completion=f"```python\n{textwrap.dedent(code)}\n```")]
-    )
-    return v
+    return judge_program(judge, code, tests, **problem)
 
 
 def assert_alive(judge: Judge) -> None:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sandbox_or_skip
+
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
@@ -31,7 +33,6 @@ from typer.testing import CliRunner
 
 from helpers.large import ANSWER, PROGRAM, large_record, retained_bytes
 from mcoder.cli.app import app
-from mcoder.errors import EnvironmentMissing
 from mcoder.integrations.remote import RemoteJudge
 from mcoder.judge import sandbox
 from mcoder.judge.config import JudgeConfig
@@ -45,10 +46,7 @@ START_S = 120  # a service's start (the judge's workers included) on a loaded 2-
 
 @pytest.fixture(scope="module", autouse=True)
 def _sandbox():
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"the judge's sandbox is not available here: {e}")
+    sandbox_or_skip()
 
 
 @dataclass

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from mcoder.cli.judge import PREFIX
 from mcoder.cli.options import NEGATED
@@ -30,13 +31,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "problems"
 
 
 def _sandbox_or_skip():
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
 
 
 def _loop(model: Path, run: Path, *extra: str, nproc: int = 1, steps: int = 2) -> subprocess.CompletedProcess:
@@ -211,11 +207,11 @@ def test_help_is_the_config_docstrings(command, cls):
     assert covered >= {TrainConfig: 36, SamplingConfig: 10, LoopConfig: 9, JudgeConfig: 17}[cls]
 
 
-def test_loop_help_shows_presets_and_fits_80_columns():
+def test_loop_help_shows_presets():
+    """(Its width, every flag whole: tests/cli/test_cli.py.)"""
     r = CliRunner().invoke(app, ["loop", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
     assert r.exit_code == 0, r.output
     text = r.stdout
-    assert "…" not in text, "a flag name was cut at 80 columns"
     flat = " ".join(text.split()).replace("│ ", "")
     assert "(grpo 0.2, dapo 0.28, microcoder-grpo 0.28)" in flat
     assert "(grpo 1.0, dapo 1.0, microcoder-grpo auto)" in flat, "the temperature each preset samples at"
@@ -224,9 +220,9 @@ def test_loop_help_shows_presets_and_fits_80_columns():
     assert "mcoder loop --config recipes/microcoder-grpo.toml" in flat, "an example"
 
 
-def test_train_help_fits_80_columns():
+def test_train_help_shows_its_example():
     r = CliRunner().invoke(app, ["train", "-h"], env={"COLUMNS": "80"}, terminal_width=80)
-    assert r.exit_code == 0 and "…" not in r.stdout
+    assert r.exit_code == 0
     assert "mcoder train -m MODEL" in r.stdout and "mcoder loop" in r.stdout
 
 
@@ -410,13 +406,8 @@ def test_a_run_is_shown_and_restarted_from_another_folder(tiny_model, tmp_path, 
     the problems file gone, the refusal says it is missing (it said "changed")."""
     import shutil
 
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()

@@ -14,6 +14,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from mcoder.cli.loop import loop_config
 from mcoder.errors import UsageError
@@ -222,13 +223,8 @@ def test_a_run_config_json_builds_the_same_config(tmp_path):
 
 def test_the_loop_restarts_from_its_own_config_in_process(tiny_model, tmp_path):
     """A real run: one step, then `--config RUN/config.json --steps 2` continues the same run."""
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     run = tmp_path / "run"
     problems = ROOT / "examples" / "problems" / "stdin.jsonl"
     r = CliRunner().invoke(app, ["loop", "-m", str(tiny_model), "-p", str(problems), "--run-dir", str(run),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sandbox_or_skip
+
 COMMANDS = Path(__file__).resolve().parents[2] / "commands"
 RECIPES = ["train_multigpu.sh", "judge_sharded.sh"]
 
@@ -43,13 +45,8 @@ def test_recipe_parses_and_has_usage(name, tmp_path):
 
 @pytest.mark.slow
 def test_judge_sharded_smoke_equals_one_run(tmp_path):
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     done = run_recipe("judge_sharded.sh", "--smoke", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "3 shards merged == one run" in done.stdout
@@ -59,13 +56,8 @@ def test_judge_sharded_smoke_equals_one_run(tmp_path):
 
 @pytest.mark.slow
 def test_train_multigpu_smoke_runs_two_processes(tmp_path):
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     done = run_recipe("train_multigpu.sh", "--smoke", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     train = tmp_path / "runs" / "multigpu-smoke" / "train"

@@ -17,6 +17,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from mcoder.reporting import scalars
 from train_records import write_batch
@@ -128,13 +129,8 @@ def _metric_steps(run: Path) -> list[int]:
 
 @pytest.mark.slow
 def test_a_killed_loop_resumed_logs_every_step_once(tiny_model, tmp_path):
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     env.pop("WANDB_SERVICE", None)  # each run starts its own W&B service

@@ -13,11 +13,9 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 from tests.rollout_models import problems
 
-from mcoder.errors import EnvironmentMissing
-from mcoder.judge import sandbox
+from conftest import sandbox_or_skip
 from mcoder.outputs import lock_path
 
 
@@ -46,10 +44,7 @@ def lines(path: Path) -> int:
 
 
 def test_two_judges_on_one_output_and_a_stale_lock(tmp_path):
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     problems_file = tmp_path / "problems.jsonl"
     problems_file.write_text(
         json.dumps({"id": "neg", "source": "t", "question": "", "tests": [{"input": "4\n", "output": "-4\n"}]})

@@ -457,15 +457,9 @@ def test_an_unknown_status_is_refused(run):
     assert r.exit_code == 2 and "not a verdict status" in r.stderr and "wrong_answer" in r.stderr
 
 
-def test_help_fits_80_columns_with_every_flag_and_an_example():
-    import typer
-
+def test_help_has_an_example():
+    """(Its width, every flag whole: tests/cli/test_cli.py.)"""
     text = runner.invoke(app, ["show", "-h"], env={"COLUMNS": "80"}).stdout
-    assert max(len(line) for line in text.splitlines()) <= 80
-    for p in typer.main.get_command(app).commands["show"].params:
-        for flag in p.opts:
-            if flag.startswith("--"):
-                assert flag in text, flag
     assert "Example: mcoder show" in text
 
 

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from train_records import write_batch
 
@@ -155,13 +156,8 @@ def test_bad_algo_is_a_usage_error(tiny_model, batch_files, tmp_path):
 
 
 def _sandbox_or_skip():
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
 
 
 def _loop_cmd(model: Path, run: Path) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from conftest import sandbox_or_skip
 from mcoder.jsonl import RecordWriter
 from train_records import sample_rollouts, verdicts_for
 
@@ -180,13 +181,8 @@ def _loop_step(run: Path) -> int:
 
 @pytest.mark.slow
 def test_two_process_loop_killed_after_a_step_resumes(tiny_model, tmp_path):
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     run = tmp_path / "run"
     launch = [
         sys.executable,

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
 from train_records import write_batch
 
@@ -144,13 +145,8 @@ def test_two_loops_on_one_run_folder_the_second_exits_2(tiny_model, tmp_path):
 def test_a_running_loop_holds_its_run_folder(tiny_model, tmp_path):
     """The lock a loop takes is the one a second loop meets: started for many steps, a second
     loop on its folder is refused while it runs."""
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge.sandbox import check_isolation
 
-    try:
-        check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"judge sandbox unavailable: {e.message}")
+    sandbox_or_skip()
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen([sys.executable, "-m", "mcoder", *_loop_args(tiny_model, run, 500)],
