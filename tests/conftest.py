@@ -18,6 +18,12 @@ EXAMPLES = ROOT / "examples" / "problems"
 SHARED_DATA = Path(os.environ.get("MCODER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+# Test files that build and train models of their own (in process or under torchrun), without the
+# tiny_model fixture: their tests are marked ``model`` too.
+BUILD_THEIR_OWN_MODELS = {
+    "test_gpu_path.py", "test_train_distributed.py", "test_sharded_checkpoints.py", "test_train_trl_parity.py",
+    "test_train_speed_bench.py",
+}
 JUDGE_SETTINGS = {"workers": 2, "timeout_s": 3.0, "memory_mb": 256}  # the session ``judge``
 
 
@@ -29,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
     """A test that needs the tiny model is marked ``model`` (``make test-fast`` leaves those out).
     Without the third-party sets, their tests are deselected (counted in the header), not skipped."""
     for item in items:
-        if "tiny_model" in item.fixturenames:
+        if "tiny_model" in item.fixturenames or item.path.name in BUILD_THEIR_OWN_MODELS:
             item.add_marker(pytest.mark.model)
     if SHARED_DATA.is_dir():
         return
