@@ -1,10 +1,13 @@
 """Shared fixtures: real files in temp folders, the tiny model built once per session, and the
 problem sets: rows the project writes itself in each source's format (``dataset_rows``), and the
-third-party sets beside the checkout; the judge: ``sandbox`` (the test is skipped where this machine
-has no sandbox), ``judge_config`` for a test's own judge, one session ``judge`` for tests that need
-no settings of their own, and ``judge_program`` to judge one program on its tests. Tests on the third-party sets (the ``shared_data`` fixture,
-or the ``shared`` side of ``problem_sets``) are an additional layer: where the sets are absent they
-are deselected, and the run's header says how many."""
+third-party sets beside the checkout; the judge: ``sandbox_or_skip`` (the test is skipped where this
+machine has no sandbox), ``judge_config`` for a test's own judge, one session ``judge`` for tests that
+need no settings of their own, and ``judge_program`` to judge one program on its tests.
+
+Tests on the third-party sets (the ``shared_data`` fixture, or the ``shared`` side of
+``problem_sets``) are an additional layer: where the sets are absent they are deselected, and the
+run's header says how many. Tests that need the tiny model are marked ``model`` (``make test-fast``
+leaves them out)."""
 
 from __future__ import annotations
 
@@ -94,12 +97,6 @@ def sandbox_or_skip() -> None:
         sandbox.check_isolation()
     except EnvironmentMissing as e:
         pytest.skip(f"no sandbox on this machine: {e.message}")
-
-
-@pytest.fixture(scope="session")
-def sandbox() -> None:
-    """The judge's sandbox works here (else the test is skipped)."""
-    sandbox_or_skip()
 
 
 def judge_config(**settings):
