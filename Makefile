@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MCODER := $(VENV)/bin/mcoder
 DEMO ?= demo-out
 
-.PHONY: demo recipes test test-slow test-vllm test-torch lint clean
+.PHONY: demo recipes test test-fast test-slow test-vllm test-torch lint clean
 
 # Set-up in two layers: what mcoder and the demo run on (.base), then the test tools (.installed).
 # pip's --no-compile skips byte-compiling every file of every package (torch alone has thousands:
@@ -27,8 +27,15 @@ $(VENV)/.installed: $(VENV)/.base
 	$(PIP_INSTALL) -e ".[test]"
 	touch $@
 
+# Two processes (pytest-xdist), each test file whole in one of them (its module fixtures start once).
+PYTEST_N ?= 2
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile
+
+# The inner loop: what `make test` runs but the tests of the tiny model (marked `model`: no
+# training, no generation).
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile -m 'not vllm and not slow and not model'
 
 # ruff's check of the code (its rules: the default set of the ruff that pyproject.toml pins).
 lint: $(VENV)/.installed

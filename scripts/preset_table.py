@@ -4,7 +4,7 @@ each algorithm's preset): a preset's value is written once, in its recipe.
     python scripts/preset_table.py           # rewrite the table in docs/algorithm.md
     python scripts/preset_table.py --check   # exit 1 when the table there is not current
 
-tests/test_preset_values.py checks that the table is current.
+tests/train/test_preset_values.py checks that the table is current.
 """
 
 from __future__ import annotations

@@ -33,6 +33,6 @@ if [[ "$before" != "$after" ]]; then
   exit 1
 fi
 echo "torch $after kept; mcoder $("$PY" -c 'import mcoder; print(mcoder.__version__)') installed over it"
-exec "$PY" -m pytest -q -p no:cacheprovider tests/test_grpo.py tests/test_train_trainer.py \
-  tests/test_rollout_engine.py tests/test_loop.py \
-  "tests/test_train_distributed.py::test_two_processes_update_equals_one_full_weights" "$@"
+exec "$PY" -m pytest -q -p no:cacheprovider tests/train/test_grpo.py tests/train/test_train_trainer.py \
+  tests/rollout/test_rollout_engine.py tests/loop/test_loop.py \
+  "tests/train/test_train_distributed.py::test_two_processes_update_equals_one_full_weights" "$@"

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_vllm_env.sh
-exec .venv-vllm/bin/python -m pytest -q -m vllm -p no:cacheprovider tests/test_rollout_vllm.py tests/test_rollout_vllm_parallel.py tests/test_train_vllm_loop.py tests/test_vllm_sync*.py tests/test_export_vllm.py tests/test_difficulty_predict.py "$@"
+exec .venv-vllm/bin/python -m pytest -q -m vllm -p no:cacheprovider tests/rollout/test_rollout_vllm.py tests/rollout/test_rollout_vllm_parallel.py tests/train/test_train_vllm_loop.py tests/loop/test_vllm_sync*.py tests/test_export_vllm.py tests/dataset/test_difficulty_predict.py "$@"

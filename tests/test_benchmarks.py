@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from benchmarks import common
 
+from conftest import sandbox_or_skip
 from mcoder.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -335,16 +336,11 @@ def test_the_judge_vs_lcb_codecontests_solutions_pass_their_real_tests(shared_da
     (96 to 143) in mcoder's judge, so its 'correct' version is correct."""
     from benchmarks import judge_vs_lcb
 
-    from mcoder.errors import EnvironmentMissing
-    from mcoder.judge import sandbox
     from mcoder.judge.config import JudgeConfig
     from mcoder.judge.core import Judge
     from mcoder.records import Rollout
 
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox here: {e.message}")
+    sandbox_or_skip()
     problems = judge_vs_lcb.codecontests_problems(shared_data / "sandboxfusion_code_contests.jsonl")
     assert len(problems) == len(judge_vs_lcb.CODECONTESTS) and all(len(p.tests) >= 90 for p in problems)
     rollouts = [Rollout(id=p.id, problem_id=p.id, completion=f"```python\n{p.reference_solutions[0]}```") for p in problems]

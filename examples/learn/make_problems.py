@@ -10,7 +10,7 @@ part and a held-out part that shares no expression with it, so a model that does
 held-out part after training on the train part has learnt the family, not the answers.
 
 Expected outputs are computed by evaluating E on the test inputs (the reference solution does
-exactly that; tests/test_recipes.py runs it through the judge to keep the two in step).
+exactly that; tests/loop/test_recipes.py runs it through the judge to keep the two in step).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def is_main() -> bool:
 # backend serves one kind of tensor: NCCL alone fails on the first CPU tensor ("No backend type
 # associated with device type cpu"); gloo alone would carry FSDP's gathers through host memory.
 # Every process group of mcoder, its benchmarks and its scripts is made here (``join``,
-# ``init_groups``, ``side_group``): tests/test_process_groups.py finds every other call of
+# ``init_groups``, ``side_group``): tests/train/test_process_groups.py finds every other call of
 # init_process_group / new_group in the repository and fails on it.
 HOST = torch.device("cpu")
 ACCELERATOR_BACKENDS = {"cuda": "nccl"}

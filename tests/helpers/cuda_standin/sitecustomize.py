@@ -1,5 +1,5 @@
 """A CPU machine that looks like a one-GPU machine to the code that makes process groups, for
-tests/test_process_groups.py: Python runs this module (as ``sitecustomize``) in every process
+tests/train/test_process_groups.py: Python runs this module (as ``sitecustomize``) in every process
 started with this folder on PYTHONPATH (torchrun's ranks and the benchmarks' subprocesses too;
 not the judge's workers, which start isolated).
 

@@ -4,7 +4,7 @@ code block, time and memory limits, tags, dates, difficulty labels, placeholder 
 Statements come from downloaded files and can be megabytes long, so every scan here is linear:
 markers are found with ``str.find`` and the regular expressions are either applied to a bounded
 slice (the trailer lines) or of a form that cannot backtrack over the text (no unbounded
-repeat of ``.``, no repeat inside a repeat; ``tests/test_dataset_fuzz.py`` checks both)."""
+repeat of ``.``, no repeat inside a repeat; ``tests/dataset/test_dataset_fuzz.py`` checks both)."""
 
 from __future__ import annotations
 
