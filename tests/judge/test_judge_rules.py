@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import sandbox_or_skip
 from mcoder.cli.app import app
-from mcoder.errors import EnvironmentMissing, UsageError
-from mcoder.judge import compare, sandbox
+from mcoder.errors import UsageError
+from mcoder.judge import compare
 from mcoder.judge.compare import Compared, rule
 from mcoder.judge.config import JudgeConfig
 
@@ -56,10 +57,7 @@ def test_an_unregistered_name_is_refused_and_a_name_is_registered_once(divisor_r
 
 
 def test_the_command_line_judges_with_a_registered_rule(divisor_rule, tmp_path):
-    try:
-        sandbox.check_isolation()
-    except EnvironmentMissing as e:
-        pytest.skip(f"no sandbox on this machine: {e.message}")
+    sandbox_or_skip()
     problem = {"id": "div", "source": "t", "question": "", "tests": [
         {"input": "12\n", "output": "2\n"}, {"input": "35\n", "output": "5\n"},
     ]}  # fmt: skip
