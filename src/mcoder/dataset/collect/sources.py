@@ -25,6 +25,7 @@ import orjson
 from mcoder.dataset.budget import DEFAULT, Limits, OverBudget
 from mcoder.dataset.collect import hub
 from mcoder.errors import DataError, UsageError
+from mcoder.jsonl import RepeatedKey, keys_once
 from mcoder.outputs import SIDECAR_SUFFIX
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
@@ -356,25 +357,13 @@ def _loads(raw: bytes, ref: RowRef) -> Any:
 _TWICE_HINT = "JSON readers differ on which of the two values wins: fix the source, keep one"
 
 
-class _Twice(Exception):
-    def __init__(self, key: str):
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        raise _Twice(next(k for k, _ in pairs if k in seen or seen.add(k)))
-    return out
-
 
 def repeated_key(data: bytes) -> str | None:
     """A key given twice in one object of ``data`` (JSON orjson has read), or None. orjson keeps
     the last of two silently; ``json``'s reader hands each object's pairs over, in order."""
     try:
-        json.loads(data, object_pairs_hook=_once)
-    except _Twice as e:
+        json.loads(data, object_pairs_hook=keys_once)
+    except RepeatedKey as e:
         return e.key
     except (ValueError, RecursionError):  # what orjson read and json does not: nothing to tell
         return None
@@ -385,7 +374,7 @@ def _repeated_in_rows(data: bytes) -> tuple[int, str] | None:
     """(row index, key) of the first row of a JSON file that gives a key twice (a file of one
     object is row 0)."""
     text = data.decode("utf-8")
-    decoder = json.JSONDecoder(object_pairs_hook=_once)
+    decoder = json.JSONDecoder(object_pairs_hook=keys_once)
     pos = len(text) - len(text.lstrip())
     if not text.startswith("[", pos):
         return (0, repeated_key(data) or "?")
@@ -397,7 +386,7 @@ def _repeated_in_rows(data: bytes) -> tuple[int, str] | None:
             return None
         try:
             _, pos = decoder.raw_decode(text, pos)
-        except _Twice as e:
+        except RepeatedKey as e:
             return index, e.key
         index += 1
 
