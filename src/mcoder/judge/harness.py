@@ -33,15 +33,16 @@ from mcoder.judge import sandbox
 from mcoder.judge.framing import read_frame, write_frame
 
 REPORT_FD = 3
-# The whole environment of a candidate (with HOME and TMPDIR, its folder): nothing of the judge's.
+# The whole environment of a candidate (with HOME and TMPDIR, its folder): nothing of the judge's;
+# the workers' own PATH, LANG and hash seed (for a Python the program starts), in this order.
 # One BLAS/OpenMP thread: a pool per core would run into the process limit on a big machine.
 CANDIDATE_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
+    "PATH": sandbox.WORKER_ENV["PATH"],
+    "LANG": sandbox.WORKER_ENV["LANG"],
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
-    "PYTHONHASHSEED": "0",  # the workers' own (pool.CANDIDATE_HASH_SEED), for a Python the program starts
+    "PYTHONHASHSEED": sandbox.WORKER_ENV["PYTHONHASHSEED"],
 }
 EXIT_MEMORY = 86  # the process ran out of memory before it could report
 STDERR_TAIL = 2000  # characters of a test's stderr the worker keeps (its end)
