@@ -18,13 +18,12 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from mcoder.config import check_choices, check_ranges, from_dict, not_setting, ranges
 from mcoder.errors import UsageError
+from mcoder.train.terms import TermWeights
 
-# The algorithms, in the order the help lists them: each is a recipe file of the package (RECIPES).
-Algo = Literal["grpo", "dapo", "microcoder-grpo"]
 LossAgg = Literal["token", "sequence", "constant"]
 TruncationMode = Literal["none", "all", "conditional"]
 NonIncorrect = Literal["accepted_or_unfinished", "accepted_or_cut_off", "accepted", "accepted_or_no_code"]
@@ -33,7 +32,6 @@ MaskMode = Literal["zero_advantage", "drop"]
 Dtype = Literal["auto", "float32", "bfloat16"]
 Checkpointing = Literal["auto", "on", "off"]
 ReportTo = Literal["tensorboard", "wandb", "none"]
-ALGOS: tuple[str, ...] = get_args(Algo)
 # The truncated importance-sampling cap C on by default when vLLM samples (TRL's TIS default, from
 # "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training").
 VLLM_IMPORTANCE_SAMPLING_CAP = 2.0
@@ -62,6 +60,29 @@ def recipe(name: str) -> dict[str, Any]:
     """The tables of the package's recipe ``name`` as written (unchecked: ``mcoder.loop.recipe``
     checks a recipe it reads)."""
     return tomllib.loads(_recipe_text(name))
+
+
+# The help lists the paper's three algorithms in its order, then any other preset by name.
+_PAPER_ORDER = ("grpo", "dapo", "microcoder-grpo")
+
+
+def _algorithms() -> tuple[str, ...]:
+    """The presets: the package's recipes whose ``[train]`` names an algorithm, their own name."""
+    names = [n for n in recipe_names() if recipe(n).get("train", {}).get("algo") == n]
+    rank = {name: i for i, name in enumerate(_PAPER_ORDER)}
+    return tuple(sorted(names, key=lambda n: (rank.get(n, len(rank)), n)))
+
+
+ALGOS: tuple[str, ...] = _algorithms()
+
+
+class Algo(str):
+    """An algorithm's name: its choices are the recipe files that are presets (``ALGOS``), so a
+    new preset is its recipe file and nothing else here."""
+
+    @staticmethod
+    def __choices__() -> tuple[str, ...]:
+        return ALGOS
 
 
 def preset(algo: str) -> dict[str, Any]:
@@ -94,10 +115,10 @@ _DEFAULT = preset(DEFAULT_ALGO)
     dist_timeout_s="> 0",
 )  # fmt: skip
 @dataclass
-class TrainConfig:
+class TrainConfig(TermWeights):
     # --- objective
     algo: Algo = DEFAULT_ALGO
-    """Preset the other values started from: grpo, dapo or microcoder-grpo."""
+    """Preset the other values started from: grpo, dapo, microcoder-grpo or another recipe that names an algorithm."""
     eps_low: float = _DEFAULT["eps_low"]
     """ε: the ratio is clipped below at 1-ε (for A < 0)."""
     eps_high: float = _DEFAULT["eps_high"]

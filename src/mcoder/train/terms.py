@@ -3,8 +3,11 @@ loss (its weight applied; None when it adds nothing) and its metrics.
 
     loss per token = Σ over TERMS of term(x, cfg)[0]     (in the table's order)
 
-A term reads its settings from the ``TrainConfig`` (its weight is a field there: ``beta`` is the
-KL's). Its metrics are sums over the micro-batch's loss tokens, named as ``metrics.jsonl`` names
+A term reads its settings from the ``TrainConfig``. A new term's weight is a field of
+``TermWeights`` below, which ``TrainConfig`` extends: the options, recipes, run config and model
+card read it as one of TrainConfig's (``beta``, the KL's, is a field of TrainConfig itself, where
+it always was). This module is imported with the config, which the command line reads before any
+model is loaded, so it imports torch inside the functions that compute. Its metrics are sums over the micro-batch's loss tokens, named as ``metrics.jsonl`` names
 them; the trainer adds them over micro-batches and processes and reports each divided by the
 tokens (the per-token mean). ``Term.metrics`` names them before any batch is seen (a step whose
 every sample was masked still reports each one, 0). The loss is *minimised*: a term returns -J's
@@ -15,9 +18,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from mcoder.config import ranges
+
+if TYPE_CHECKING:
+    import torch
+
+
+@ranges()  # a weight's range, e.g. ``entropy_coef=">= 0"``
+@dataclass
+class TermWeights:
+    """The weights of the terms after the first two: ``TrainConfig`` extends this class. A weight's
+    default turns its term off (0.0), so a preset that leaves it out computes what it did before."""
+
+    # --- loss terms
 
 
 @dataclass
@@ -41,6 +56,8 @@ class Term:
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Schulman's k3 estimator of KL(π_θ || π_ref) per token: exp(d) - d - 1, d = log π_ref - log π_θ."""
+    import torch
+
     d = ref_logp - logp  # (B, T)
     return torch.exp(d) - d - 1  # (B, T)
 
@@ -50,6 +67,8 @@ def clipped_surrogate(x: LossInputs, cfg: Any) -> tuple[torch.Tensor, dict[str, 
     when there are any (the sampler's distribution differs from the trainer's, e.g. vLLM in bf16).
     Metrics: how often the clip binds below (r < 1-eps_low, A < 0) and above (r > 1+eps_high,
     A > 0), and the ratio."""
+    import torch
+
     clipped = torch.clamp(x.ratio, 1 - cfg.eps_low, 1 + cfg.eps_high)  # (B, T)
     per_token = -torch.min(x.ratio * x.adv, clipped * x.adv)  # (B, T)
     if x.is_weights is not None:
@@ -69,6 +88,8 @@ def kl_penalty(x: LossInputs, cfg: Any) -> tuple[torch.Tensor | None, dict[str, 
     """beta · k3 KL to the reference model (times r with ``kl_ratio_weighted``: DeepSeek-V3.2's
     unbiased KL gradient, TRL's use_bias_correction_kl); nothing when beta is 0. Metric: the k3
     KL to π_ref, or to π_old when there is no reference model."""
+    import torch
+
     per_token = None
     if cfg.beta != 0.0:
         if x.ref_logp is None:
