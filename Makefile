@@ -33,9 +33,9 @@ test: $(VENV)/.installed
 	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile
 
 # The inner loop: what `make test` runs but the tests of the tiny model (marked `model`: no
-# training, no generation).
+# training, no generation) and those that run for seconds (marked `heavy`).
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile -m 'not vllm and not slow and not model'
+	$(PY) -m pytest -q -n $(PYTEST_N) --dist loadfile -m 'not vllm and not slow and not model and not heavy'
 
 # ruff's check of the code (its rules: the default set of the ruff that pyproject.toml pins).
 lint: $(VENV)/.installed

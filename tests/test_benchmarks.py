@@ -226,6 +226,7 @@ def test_the_judge_vs_lcb_versions_of_a_method_fail_as_their_name_says():
     assert scopes["tle"]["Solution"].twice.__name__ == "_mc_new"  # the endless body replaced the method
 
 
+@pytest.mark.heavy
 def test_the_judge_vs_lcb_floor_calls_a_method_of_class_solution():
     """The floor called a LeetCode-style method as a module-level function: a KeyError, so an
     endless method counted no time at all."""
@@ -238,6 +239,7 @@ def test_the_judge_vs_lcb_floor_calls_a_method_of_class_solution():
     assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(ref, "call", "twice", "tle"), [0], 1.0) >= 0.9
 
 
+@pytest.mark.heavy
 def test_the_judge_vs_lcb_floor_keeps_the_tests_before_one_that_never_ends():
     """A call program fast on its first test and endless on its second counts ~0 + the limit: the
     CPU limit is per test and each test's time reaches the parent as it ends (the whole record was
@@ -318,6 +320,7 @@ def test_the_judge_vs_lcb_leetcode_set_makes_call_tests_in_the_methods_order(tmp
     assert judge_vs_lcb.own_cpu_s(p, judge_vs_lcb.variant(solution, "call", "f", "slow"), [0, 1], 2.0) > 0.25
 
 
+@pytest.mark.heavy
 def test_the_judge_vs_lcb_floor_counts_every_test_of_a_long_stdin_record():
     """Each test lowered the CPU limit's hard value to its own and the next raised it again, which
     root without CAP_SYS_RESOURCE (this machine's) may not: the floor's process died at the fifth
@@ -331,6 +334,7 @@ def test_the_judge_vs_lcb_floor_counts_every_test_of_a_long_stdin_record():
     assert 2.2 < floor < 3.6, floor  # 8 x 0.3 s
 
 
+@pytest.mark.heavy
 def test_the_judge_vs_lcb_codecontests_solutions_pass_their_real_tests(shared_data):
     """The benchmark's many-test set: each program written for it passes all of its problem's tests
     (96 to 143) in mcoder's judge, so its 'correct' version is correct."""

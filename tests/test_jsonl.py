@@ -126,6 +126,7 @@ WRITER_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.heavy
 def test_resume_after_a_real_kill(tmp_path):
     out = tmp_path / "out.jsonl"
     part = tmp_path / "out.jsonl.part"

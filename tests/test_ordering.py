@@ -64,6 +64,7 @@ def test_a_tie_with_a_tight_interval_does_not_hold_at_the_paper_s_magnitude():
     assert out["verdict"] == "does not hold at the paper's magnitude"
 
 
+@pytest.mark.heavy
 def test_the_reverse_order_does_not_hold_and_wide_noise_is_inconclusive():
     table = {"grpo": [40.0 + s for s in range(12)], "dapo": [35.0 + s + 0.1 * (s % 3) for s in range(12)],
              "mc": [30.0 + s - 0.2 * (s % 2) for s in range(12)]}  # fmt: skip
@@ -74,6 +75,7 @@ def test_the_reverse_order_does_not_hold_and_wide_noise_is_inconclusive():
     assert ordering.analyze(rows_from(table))["verdict"] == "inconclusive at N"
 
 
+@pytest.mark.heavy
 def test_the_interim_look_stops_only_at_its_stricter_bars():
     grpo = [20.0 + (s % 3) for s in range(12)]
     table = {"grpo": grpo, "dapo": [g + 1.0 for g in grpo], "mc": [g + 2.5 + 0.5 * (s % 2) for s, g in enumerate(grpo)]}

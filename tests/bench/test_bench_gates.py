@@ -354,6 +354,7 @@ def run_ci(name: str, workdir: Path) -> list[int]:
     return codes
 
 
+@pytest.mark.heavy
 def test_the_github_workflow_passes_on_the_bundled_solutions(tmp_path):
     codes = run_ci("github-actions.yml", tmp_path)
     assert codes == [0, 0, 0, 0], codes
@@ -362,6 +363,7 @@ def test_the_github_workflow_passes_on_the_bundled_solutions(tmp_path):
     assert "### pass@1" in (tmp_path / "summary.md").read_text()
 
 
+@pytest.mark.heavy
 def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
     shutil.copytree(EXAMPLES_CI, tmp_path / "examples" / "ci")
     (tmp_path / "examples" / "ci" / "solutions" / "mc-stdin-002.py").write_text("print(input())\n")
@@ -378,6 +380,7 @@ def test_the_gitlab_job_fails_with_5_on_a_broken_solution(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+@pytest.mark.heavy
 def test_a_job_on_a_persistent_workspace_judges_a_changed_solution(name, tmp_path):
     """A runner that keeps ci-out/ between jobs (a self-hosted one): the second job, after a
     solution changed, must judge it and gate (exit 5), not stop at the earlier verdicts (exit 2)."""

@@ -152,6 +152,7 @@ def test_a_group_that_never_moves_is_a_note_not_a_figure(tmp_path):
     assert set(build_figures([read_run(one, "one")])[0]) == {"reward", "truncation"}
 
 
+@pytest.mark.heavy
 def test_every_legend_and_text_lies_inside_its_figure(runs, tmp_path):
     """The step-time legend was cut off at the figure's edges; check every figure, drawn."""
     loaded = [read_run(d, d.name) for d in runs]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from mcoder.cli.app import SUMMARIES, app
@@ -35,6 +36,7 @@ def test_show_completion_prints_a_bash_script():
     assert "_MCODER_COMPLETE=complete_bash" in r.stdout
 
 
+@pytest.mark.heavy
 def test_completion_completes_subcommands_and_options():
     exe = os.path.join(os.path.dirname(sys.executable), "mcoder")
     env = {**os.environ, "_MCODER_COMPLETE": "complete_bash", "COMP_WORDS": "mcoder sh", "COMP_CWORD": "1"}

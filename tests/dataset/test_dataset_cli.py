@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mcoder.cli.app import app
@@ -30,6 +31,7 @@ def rows_in(path: Path) -> int:
     return len(json.loads(path.read_text()))
 
 
+@pytest.mark.heavy
 def test_everything_in_a_sets_folder_converts_or_is_skipped_with_a_reason(problem_sets, tmp_path):
     out = tmp_path / "p.jsonl"
     sources = sorted(problem_sets.iterdir())  # what the shell makes of shared/data/*, README included
@@ -125,6 +127,7 @@ def test_bad_data_exits_3_naming_file_line_and_field(problem_sets, tmp_path):
     assert r.exit_code == 3 and "cannot tell the format" in r.stderr and "hint: pass --format" in r.stderr
 
 
+@pytest.mark.heavy
 def test_resume_after_a_kill_mid_write_gives_the_same_records(problem_sets, tmp_path):
     rows = json.loads((problem_sets / "rllm_codeforces.json").read_text())
     big = tmp_path / "big.jsonl"

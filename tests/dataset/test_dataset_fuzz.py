@@ -196,6 +196,7 @@ SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 @settings(max_examples=120, deadline=None, suppress_health_check=SLOW_OK)
 @given(row_sets())
+@pytest.mark.heavy
 def test_a_build_over_arbitrary_rows_of_any_format_is_bounded_exact_and_honest(case):
     check_build(*case)
 

@@ -142,6 +142,7 @@ def test_an_unknown_split_or_config_exits_2_naming_it(tmp_path):
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.meta.json").exists()
 
 
+@pytest.mark.heavy
 def test_offline_machine_exits_4_naming_the_dataset_and_the_setting(tmp_path):
     """A fresh process, so that datasets reads HF_DATASETS_OFFLINE as it starts."""
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")}

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from helpers.dataset_real import EXAMPLES
@@ -119,6 +120,7 @@ def test_a_second_writer_of_the_same_output_exits_2_naming_the_holder(tmp_path):
 # ---------------------------------------------------------------- --verify writes as it goes
 
 
+@pytest.mark.heavy
 def test_verify_writes_problems_as_they_finish_and_a_rerun_continues(tmp_path):
     out, part = tmp_path / "p.jsonl", tmp_path / "p.jsonl.part"
     cmd = [sys.executable, "-m", "mcoder", "dataset", "build", str(EXAMPLES), "--out", str(out)]

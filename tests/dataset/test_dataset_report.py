@@ -135,6 +135,7 @@ def test_json_twin_name(tmp_path, name, twin):
 # ---------------------------------------------------------------- through the command line
 
 
+@pytest.mark.heavy
 def test_cli_build_with_every_stage_writes_a_report_that_accounts_for_every_problem(tmp_path):
     bench = tmp_path / "bench.jsonl"
     with RecordWriter(bench, "id", resume=False) as w:

@@ -61,6 +61,7 @@ def test_own_stdin_problems_verify_and_a_wrong_reference_is_removed(judge):
     assert removal.detail["statuses"] == ["wrong_answer"]
 
 
+@pytest.mark.heavy
 def test_reference_that_times_out_is_reported_not_waited_on(judge):
     base = next(p for p in examples() if p.reference_solutions and p.test_kinds == {"stdin"})
     slow = dataclasses.replace(
@@ -77,6 +78,7 @@ def test_reference_that_times_out_is_reported_not_waited_on(judge):
     ]
 
 
+@pytest.mark.heavy
 def test_a_reference_that_timed_out_is_not_run_again_on_that_test(judge):
     """Three runs of a reference that loops: the first run's time limit decides (before, each of
     the three runs paid the limit again: 271 s for 5 problems with one slow reference)."""
@@ -107,6 +109,7 @@ def test_a_reference_that_timed_out_is_not_run_again_on_that_test(judge):
     ]
 
 
+@pytest.mark.heavy
 def test_ctrl_c_in_dataset_build_verify_stops_within_two_seconds(tmp_path):
     """Before: Ctrl-C waited for every running reference (86 s with slow ones)."""
     import json
@@ -142,6 +145,7 @@ def test_ctrl_c_in_dataset_build_verify_stops_within_two_seconds(tmp_path):
     assert took < 2, f"Ctrl-C took {took:.1f} s"
 
 
+@pytest.mark.heavy
 def test_ctrl_c_in_verify_with_its_own_judge_kills_the_running_references():
     """``verify()`` without a judge makes its own: Ctrl-C there ends it at once too."""
     import threading

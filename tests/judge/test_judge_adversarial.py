@@ -425,6 +425,7 @@ def test_other_processes_are_invisible(judge):
 # ---------------------------------------------------------------- load, timing, determinism
 
 
+@pytest.mark.heavy
 def test_time_asleep_is_not_time_used(judge):
     """The limit is CPU time: a program that waits 1.5 s under a 1 s limit passes (a busy machine
     slows the wall clock the same way); one that waits past the 3x wall backstop does not."""
@@ -512,6 +513,7 @@ def test_the_whole_standard_library_stays_importable(roomy_judge):
     assert v.status == "accepted", v.first_failure
 
 
+@pytest.mark.heavy
 def test_a_check_stalled_by_a_return_value_is_a_time_limit_and_the_next_check_runs(judge):
     p = Problem(
         id="stall",

@@ -227,6 +227,7 @@ def test_shards_partition_the_rollouts(files, tmp_path):
     assert sorted(seen) == sorted(r["id"] for r in rows)  # disjoint and whole
 
 
+@pytest.mark.heavy
 def test_resume_after_the_command_is_killed(files, tmp_path):
     problems, _, _ = files
     slow = "```python\nimport time\ntime.sleep(0.4)\nprint(-int(input()))  # {}\n```"
@@ -382,6 +383,7 @@ def ci_judge(*args: str, cwd: Path, mcoder_cmd: str | None = None) -> subprocess
     )
 
 
+@pytest.mark.heavy
 def test_ci_judge_tells_regression_bad_input_and_internal_error_apart(files, tmp_path):
     problems, _, _ = files
     sol = tmp_path / "solutions"

@@ -192,6 +192,7 @@ def test_honest_neighbours_are_accepted_alone(judge):
 
 @SHORT
 @given(batch=batches)
+@pytest.mark.heavy
 def test_hostile_bytes_on_every_channel(judge, batch):
     _check_batch(judge, *batch)
 

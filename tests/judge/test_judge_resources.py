@@ -50,6 +50,7 @@ def burn_cpu(seconds: float) -> str:
 # ---------------------------------------------------------------- CPU: the whole tree, at its end too
 
 
+@pytest.mark.heavy
 def test_a_tree_over_the_cpu_limit_in_less_wall_time_is_a_time_limit():
     # twelve children spin, each in a session of its own (a scheduling group of its own where the
     # kernel groups by session), and stop 1.5 s after the start, under the 2 s limit; the program
@@ -112,6 +113,7 @@ def test_a_tree_gets_one_cpu_at_once():
         assert v.status == "accepted", v.first_failure
 
 
+@pytest.mark.heavy
 def test_a_neighbour_forking_busy_processes_does_not_change_a_verdict():
     # each attacker forks 30 processes that spin, each in its own session, and spins itself; six of
     # them in a row keep the other worker's slot busy for about six seconds. The honest program
@@ -153,6 +155,7 @@ def burners_on_cpu0(n: int):
             p.wait()
 
 
+@pytest.mark.heavy
 def test_time_spent_waiting_for_a_cpu_is_not_a_time_limit():
     # the worker and its candidates are held to CPU 0, where four other processes spin: the program
     # gets about a fifth of a CPU, so its 0.7 s of CPU take about 3.5 s of wall time, past the 3 s
@@ -204,6 +207,7 @@ def test_a_program_may_not_change_its_own_scheduling():
     assert v.status == "accepted", v.first_failure
 
 
+@pytest.mark.heavy
 def test_a_sleeper_at_idle_priority_on_a_busy_cpu_is_stopped_at_the_plain_backstop():
     # it sets itself to SCHED_IDLE, pins itself to the CPU where four processes spin, and sleeps a
     # millisecond at a time: before, each wake-up waited for that CPU, and the backstop credited
@@ -345,6 +349,7 @@ def _lcb_problems(shared: Path) -> dict[str, Problem]:
     return {p.platform: p for p in real(shared, "sandboxfusion_lcb_v1.jsonl")}
 
 
+@pytest.mark.heavy
 def test_auto_gives_each_problem_its_platforms_libraries(shared_data):
     for name in ("numpy", "sortedcontainers"):
         pytest.importorskip(name)

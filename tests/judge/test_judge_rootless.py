@@ -87,6 +87,7 @@ def test_judge_command_as_an_unprivileged_user(world_dir):
     assert not (world_dir / "x.txt").exists()
 
 
+@pytest.mark.heavy
 def test_hostile_programs_as_an_unprivileged_user(world_dir):
     r = as_nobody(
         [
@@ -107,6 +108,7 @@ def test_hostile_programs_as_an_unprivileged_user(world_dir):
     assert " passed" in r.stdout
 
 
+@pytest.mark.heavy
 def test_resources_as_an_unprivileged_user(world_dir):
     """Without cgroups: the exit-time CPU check reads the program's own account, the backstop the
     run-queue wait of its process, and the libraries and system calls are as with root. (A slot has

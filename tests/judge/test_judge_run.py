@@ -81,6 +81,7 @@ def test_missing_function_is_a_runtime_error(judge):
     assert v.status == "runtime_error" and "twoSum" in v.first_failure["stderr"]
 
 
+@pytest.mark.heavy
 def test_call_tests_share_one_process_but_each_has_its_own_time_limit():
     p = Problem(
         id="slow-double",
@@ -282,6 +283,7 @@ def test_a_worker_killed_from_outside_is_restarted_but_the_job_is_not_rerun():
         assert judge_one(j, STDIN, "print(3 * int(input()))").status == "wrong_answer"
 
 
+@pytest.mark.heavy
 def test_a_worker_that_hangs_while_starting_is_replaced_and_the_run_says_so(monkeypatch, capsys):
     """The hang is a fault the test causes itself: the first worker process is stopped (SIGSTOP)
     as soon as it is spawned, as a worker stuck in its start-up looks from outside. The judge
@@ -400,6 +402,7 @@ def test_a_program_that_prints_a_set_of_strings_gets_the_same_verdict_in_every_r
         assert v.status == "accepted", v.first_failure
 
 
+@pytest.mark.heavy
 def test_a_rollout_has_a_wall_budget_and_its_verdict_comes_back_at_its_end():
     """Twenty tests, each sleeping 0.8 s (under the 1 s limit and its 3 s backstop, so each one
     passes), with a fraction reward (every test run): nothing bounded the rollout, 16 s of a

@@ -133,6 +133,7 @@ def test_files_in_its_own_folder_and_a_private_one_each_time(judge):
 # ---------------------------------------------------------------- hostile programs
 
 
+@pytest.mark.heavy
 def test_infinite_loop_and_sleep_are_time_limits(hostile_judge):
     assert run(hostile_judge, "while True:\n    pass").status == "time_limit"
     assert run(hostile_judge, "import time\ntime.sleep(60)").status == "time_limit"

@@ -209,6 +209,7 @@ def test_programs_reach_no_network_not_even_the_service(service):
 # ---------------------------------------------------------------- limits, token, back-pressure, shutdown
 
 
+@pytest.mark.heavy
 def test_busy_at_once_size_and_token_limits_and_sigterm_lets_work_in_flight_finish(tmp_path):
     s = start(tmp_path, "-w", "1", "--capacity", "1", "--max-request-mb", "0.01", "--timeout-s", "1",
               env={"MCODER_JUDGE_TOKEN": "s3cret"})  # fmt: skip
@@ -278,6 +279,7 @@ def _sleepers(n: int, tests: int = 4) -> tuple[Problem, list[str]]:
     return p, [fenced(f"# {j}\nimport time\ntime.sleep(0.9)\nprint(input())\n") for j in range(n)]
 
 
+@pytest.mark.heavy
 def test_a_request_is_answered_within_the_bound_the_service_publishes(guarded):
     """Four rollouts of ~3.6 s each on one worker take ~14 s; the service answers within its
     8 s bound, what it did not judge by then as time limits, and the client waits that long
@@ -313,6 +315,7 @@ def test_a_request_whose_client_went_away_is_dropped(guarded):
     assert res.json()["run_result"]["stdout"] == "7\n" and time.monotonic() - t0 < 3
 
 
+@pytest.mark.heavy
 def test_one_request_that_times_out_does_not_end_the_batch(tmp_path):
     """The service is stopped (SIGSTOP) for 4 s after it answered /health, so the first request
     times out. The group's deadline ran from its first try and was shorter than one request's
@@ -335,6 +338,7 @@ def test_one_request_that_times_out_does_not_end_the_batch(tmp_path):
         hung.stop()
 
 
+@pytest.mark.heavy
 def test_a_service_on_the_network_needs_a_token_or_no_auth(tmp_path):
     """`--host 0.0.0.0` with no token started and ran code for anyone who reached the port."""
     cmd = [sys.executable, "-m", "mcoder", "judge", "serve", "--host", "0.0.0.0", "--port", "0", "-w", "1"]
@@ -615,6 +619,7 @@ def test_the_client_refuses_other_settings_and_a_bad_problem_at_once(service):
     assert remote.failovers == 0  # a request the service refuses is not sent elsewhere
 
 
+@pytest.mark.heavy
 def test_a_large_problem_sent_again_and_again_is_held_once():
     """Every request parses its problem (or, for /run_code, makes one of its stdin): the judge kept
     each object it met, +2 MiB a /run_code request with 1 MiB of stdin; /judge kept 512 problems

@@ -7,6 +7,8 @@ import gc
 import threading
 import time
 
+import pytest
+
 from mcoder.judge.core import literal_value
 
 
@@ -15,6 +17,7 @@ class _Finaliser:
         time.sleep(0)  # give the GIL away while the collector runs inside a parse
 
 
+@pytest.mark.heavy
 def test_return_values_parse_from_many_threads_at_once():
     errors: list[BaseException] = []
     text = "[" * 60 + "1" + "]" * 60

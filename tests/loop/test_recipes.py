@@ -105,6 +105,7 @@ def test_family_splits_share_no_expression(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.heavy
 def test_family_reference_solutions_pass_the_judge(tmp_path, family):
     """Expected outputs come from eval() in the generator: the judge must agree with them."""
     folder = ROOT / "examples" / family
@@ -422,6 +423,7 @@ def load_warm_start():
     return warmstart
 
 
+@pytest.mark.heavy
 def test_the_likelihood_gate_is_the_mean_probability_of_the_reference_programs():
     """The gate's batched, padded forward equals the product of next-token probabilities of each
     reference program computed alone (no padding), averaged over the gate's problems."""
@@ -564,6 +566,7 @@ def test_a_check_far_past_the_target_is_looked_back_from_by_bisection():
     assert warm.look_back_checks(model, gate, copies, overshoot, 0.58)[0] == 200
 
 
+@pytest.mark.heavy
 def test_a_first_check_far_past_the_target_is_looked_back_from_to_the_start(tmp_path, monkeypatch):
     """Seed 5 of the demo read 61.7 % at its first check (step 200): the pass had kept copies only
     from step 180 on, all past the band, and RL from that start gained +6.5. Before the first check

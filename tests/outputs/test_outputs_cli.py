@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 from tests.rollout_models import problems
 
 from conftest import sandbox_or_skip
@@ -43,6 +44,7 @@ def lines(path: Path) -> int:
     return path.read_text().count("\n") if path.exists() else 0
 
 
+@pytest.mark.heavy
 def test_two_judges_on_one_output_and_a_stale_lock(tmp_path):
     sandbox_or_skip()
     problems_file = tmp_path / "problems.jsonl"

@@ -237,6 +237,7 @@ def spawn_for_ctrl_c(argv: list[str]) -> subprocess.Popen:
         signal.signal(signal.SIGINT, before)
 
 
+@pytest.mark.heavy
 def test_ctrl_c_stops_the_judge_now_without_tracebacks_and_the_rerun_continues(tmp_path):
     problems = _problems(tmp_path, 1)
     rollouts = _rollouts(tmp_path, problems, [ECHO, *[SLEEPS] * 5])

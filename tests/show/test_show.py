@@ -374,6 +374,7 @@ def _drawn_charts(dom: str) -> dict[str, int]:
     return out
 
 
+@pytest.mark.heavy
 def test_the_report_opens_in_a_real_browser(report, tmp_path):
     dom = _loaded(report)
     assert '<table class="passk">' in dom and "<caption>pass@1 (%, problems averaged)</caption>" in dom
@@ -387,6 +388,7 @@ def test_the_report_opens_in_a_real_browser(report, tmp_path):
     _screenshot(report, tmp_path / "report.png")
 
 
+@pytest.mark.heavy
 def test_the_comparison_opens_in_a_real_browser(compared):
     dom = _loaded(compared)
     assert _drawn_charts(dom) == {"chart-reward-0": 4}  # two runs overlaid, raw and smoothed each
@@ -428,6 +430,7 @@ document.getElementById('f').addEventListener('load', async () => {
 </script></body></html>"""
 
 
+@pytest.mark.heavy
 def test_the_charts_answer_hover_a_legend_click_and_a_drag(compared, tmp_path):
     shutil.copy(compared, tmp_path / "report.html")
     harness = tmp_path / "harness.html"

@@ -88,6 +88,7 @@ def one_way_users() -> set[str]:
     return users
 
 
+@pytest.mark.heavy
 def test_every_process_group_is_made_by_the_library():
     calls = group_calls()
     assert any(c.startswith(ONE_WAY_MODULE) for c in calls), "the scan finds the library's own calls"
@@ -98,12 +99,14 @@ def test_every_process_group_is_made_by_the_library():
     )
 
 
+@pytest.mark.heavy
 def test_every_entry_point_is_run_under_the_cuda_standin():
     users = one_way_users()
     assert {"src/mcoder/loop/loop.py", "benchmarks/gpu_bench.py"} <= users  # the scan reads what it should
     assert users == set(ENTRY_POINTS), f"reach the one way: {sorted(users)}; run under the stand-in: {sorted(ENTRY_POINTS)}"
 
 
+@pytest.mark.heavy
 def test_the_standin_fails_a_host_scalar_on_an_nccl_only_group_as_nccl_does(tmp_path):
     """The stand-in itself: NCCL alone refuses a CPU tensor; the library's group takes it."""
     code = """
