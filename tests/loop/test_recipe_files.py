@@ -412,3 +412,25 @@ def test_train_loop_runs_the_loop_with_a_notice_and_the_old_judge_spellings(monk
     # errors are the loop's
     r = CliRunner().invoke(app, ["train", "--loop", "-m", "M"])
     assert r.exit_code == 2 and "needs --problems, --run-dir, --steps" in r.stderr
+
+
+def test_a_recipe_file_that_names_itself_is_an_algorithm_listed_after_the_paper_s_three(tmp_path, monkeypatch):
+    """A new preset is its recipe file and nothing else: the algorithms are read from the folder
+    (the paper's three in its order, then the others by name); a recipe of sizes only, or one
+    whose [train] names another algorithm, is not one."""
+    from mcoder.train import config
+
+    for name in ("microcoder-grpo", "dapo", "grpo"):
+        (tmp_path / f"{name}.toml").write_text((RECIPES / f"{name}.toml").read_text())
+    (tmp_path / "b-new.toml").write_text('[train]\nalgo = "b-new"\n')
+    (tmp_path / "a-new.toml").write_text('[train]\nalgo = "a-new"\n')
+    (tmp_path / "sizes.toml").write_text("[loop]\nsteps = 2\n")
+    (tmp_path / "renamed.toml").write_text('[train]\nalgo = "grpo"\n')
+    monkeypatch.setattr(config, "RECIPES", tmp_path)
+    config._recipe_text.cache_clear()
+    try:
+        assert config._algorithms() == ("grpo", "dapo", "microcoder-grpo", "a-new", "b-new")
+    finally:
+        config._recipe_text.cache_clear()
+    assert config.ALGOS == ("grpo", "dapo", "microcoder-grpo"), "the package's own, in the help's order"
+    assert config.Algo.__choices__() == config.ALGOS
