@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal
 
 from mcoder.config import check_choices, check_ranges, not_setting, ranges
 from mcoder.errors import UsageError
@@ -12,8 +12,6 @@ from mcoder.judge.libraries import platform_packages
 
 Reward = Literal["binary", "fraction"]
 LibraryProfile = Literal["auto", "contest", "atcoder", "leetcode", "none"]
-REWARDS: tuple[str, ...] = get_args(Reward)
-LIBRARY_PROFILES: tuple[str, ...] = get_args(LibraryProfile)
 NOT_AN_OUTCOME = "outcome"
 
 
