@@ -7,7 +7,7 @@
   way. Property: the judge finishes, every rollout gets a verdict that the verdict writer can
   encode, honest neighbours in the same batch get the verdict they get alone, and no hostile
   program is accepted.
-- Every comparator of ``compare``'s own registries (``OUTPUT_RULES``, ``VALUE_RULES``, per
+- Every comparator of ``compare``'s own registries (``RULES``, ``OUTPUT_RULES``, ``VALUE_RULES``, per
   mode) gets hostile text and values (unparsable literals, deep nesting, colliding sets,
   surrogates): it returns its rule's name or None and never raises; the stream-reading text
   rules agree with a list-based reading of their definition.
@@ -248,6 +248,9 @@ def _rules_total(expected: str, got: str) -> None:
         for rule in rules:
             assert rule(expected, got, compare.FLOAT_RTOL, compare.FLOAT_ATOL) in names | {None}
         assert compare.compare_output(expected, got, mode) in names | {None}
+    for fn in compare.RULES.values():  # every registered rule, one added by a user's module too
+        seen = compare.Compared("stdin", expected, got, "", compare.FLOAT_RTOL, compare.FLOAT_ATOL)
+        assert isinstance(fn(seen), str | None)
     for data in (got.encode("utf-8", "surrogatepass"), b'{"t":["ok",' + got.encode("utf-8", "surrogatepass") + b"]}"):
         try:
             value = plain.decode(data, hashfree=True)
@@ -258,6 +261,9 @@ def _rules_total(expected: str, got: str) -> None:
                 for rule in rules:
                     assert rule(exp, value, compare.FLOAT_RTOL, compare.FLOAT_ATOL) in names | {None}
                 assert compare.compare_value(exp, value, mode) in names | {None}
+            for fn in compare.RULES.values():
+                seen = compare.Compared("call", exp, value, "", compare.FLOAT_RTOL, compare.FLOAT_ATOL)
+                assert isinstance(fn(seen), str | None)
 
 
 @PURE_SHORT
