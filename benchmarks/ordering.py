@@ -16,7 +16,10 @@ everything else equal: the same warm start, RL seed, steps, problems and evaluat
   ``microcoder-grpo`` with its diversity-determined temperature);
 - ``mc-no-mask`` (MicroCoder-GRPO with ``--truncation none``), ``mc-T1`` (its temperature fixed at
   1.0) and ``mc-no-mask-T1`` (both). The fixed-T arms run only on seeds whose probe chose T != 1.0;
-  elsewhere they equal their parent, and their row says so (``same_as``; difference 0).
+  elsewhere they equal their parent, and their row says so (``same_as``; difference 0);
+- exploratory, outside the rule and only when ``--arms`` names them: ``mc-clip``, ``mc-kl`` and
+  ``mc-seq``, MicroCoder-GRPO with GRPO's clip above, KL or loss aggregation (``EXPLORATORY``),
+  each reported as MC - arm with its CI.
 
 Every arm trains with the same --truncated-reward (default ``zero``: a cut-off answer scores 0, as
 in the paper's regime where a cut-off never holds a finished answer). Held-out pass@1 (100
@@ -63,6 +66,8 @@ if __package__:  # python -m benchmarks.ordering, or imported
 else:  # python benchmarks/ordering.py: this folder is first on sys.path
     import common
 
+from mcoder.train.config import preset
+
 LEARN = common.LEARN
 PRESETS = ("grpo", "dapo", "mc")  # the order the paper reports: GRPO < DAPO < MicroCoder-GRPO
 ARMS: dict[str, dict] = {
@@ -74,6 +79,17 @@ ARMS: dict[str, dict] = {
     "mc-no-mask-T1": {"algo": "microcoder-grpo", "flags": ["--truncation", "none", "--temperature", "1.0"],
                       "parent": "mc-no-mask"},
 }  # fmt: skip
+# Exploratory arms, not in the registered rule and run only when --arms names them: MicroCoder-GRPO
+# with one more of its differences from GRPO put back to GRPO's value (its clip above, its KL, its
+# loss aggregation), to find which part of the preset moves the answers that need the test budget.
+# With mc-no-mask and mc-T1 they leave one difference out each. Reported as contrasts, claimed none.
+_GRPO = preset("grpo")
+EXPLORATORY: dict[str, dict] = {
+    "mc-clip": {"algo": "microcoder-grpo", "flags": ["--eps-high", str(_GRPO["eps_high"])]},
+    "mc-kl": {"algo": "microcoder-grpo", "flags": ["--beta", str(_GRPO["beta"])]},
+    "mc-seq": {"algo": "microcoder-grpo", "flags": ["--loss-agg", str(_GRPO["loss_agg"])]},
+}
+ALL_ARMS = {**ARMS, **EXPLORATORY}
 # The paper's gains (Qwen3-1.7B, LiveCodeBench v6, train 4K / test 8K): MC 24.0, DAPO 20.4, GRPO 19.3.
 PAPER_OVER_DAPO, PAPER_OVER_GRPO = 3.6, 4.7
 COLLAPSE_RATE, COLLAPSE_STEPS = 0.9, 3
@@ -161,7 +177,7 @@ def evaluation(model: Path, where: Path, args, seed: int, budget: int, log: Path
 
 
 def loop_cmd(arm: str, warm: Path, run: Path, args, seed: int, steps: int) -> list[str]:
-    spec = ARMS[arm]
+    spec = ALL_ARMS[arm]
     cmd = common.loop_command(warm, run, args, seed, spec["algo"])
     cmd[cmd.index("--steps") + 1] = str(steps)
     cmd[cmd.index("--save-every") + 1] = str(steps)
@@ -186,7 +202,7 @@ def one_arm(seed: int, arm: str, args, rows: list[dict]) -> None:
 def _one_arm(seed: int, arm: str, args, rows: list[dict]) -> None:
     root = args.out / f"seed{seed}"
     log = root / f"log-{arm}.txt"
-    parent = ARMS[arm].get("parent")
+    parent = ALL_ARMS[arm].get("parent")
     if parent is not None:
         if parent not in args.arms and not (root / f"run-{parent}").exists():
             raise SystemExit(f"arm {arm} needs its parent {parent} (add it to --arms)")
@@ -392,6 +408,18 @@ def analyze(rows: list[dict], interim: bool = False) -> dict:
     )  # fmt: skip
     out["ablations"] = ablations(rows)
     out["collapse"] = {"mc_vs_no_mask": mcnemar(rows, "mc", "mc-no-mask"), "mc_vs_dapo": mcnemar(rows, "mc", "dapo")}
+    out["exploratory"] = exploratory(rows)
+    return out
+
+
+def exploratory(rows: list[dict]) -> dict:
+    """Outside the rule: mc - ARM paired over the seeds that have both, for each exploratory arm
+    with rows (a positive mean: putting that value back to GRPO's costs MicroCoder-GRPO points)."""
+    out = {}
+    for arm in EXPLORATORY:
+        _, data = by_seed(rows, ("mc", arm))
+        if data:
+            out[arm] = mean_ci([a - b for a, b in data])
     return out
 
 
@@ -438,7 +466,7 @@ def cell(spec: str, value) -> str:
 
 
 def markdown(args, rows: list[dict], result: dict) -> str:
-    order = {a: i for i, a in enumerate(ARMS)}
+    order = {a: i for i, a in enumerate(ALL_ARMS)}
     rows = sorted(rows, key=lambda r: (r["seed"], order.get(r["arm"], 99)))
     md = ["| seed | arm | " + " | ".join(label for _, label, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 2) + "|"]
     for r in rows:
@@ -476,6 +504,8 @@ def verdict_lines(result: dict) -> list[str]:
             lines.append(d(f"ablation {name}", x))
     for name, x in result.get("collapse", {}).items():
         lines.append(f"- collapse {name}: " + ", ".join(f"{k} {v}" for k, v in x.items()))
+    for arm, x in result.get("exploratory", {}).items():
+        lines.append(d(f"exploratory, not in the rule: MC - {arm}", x))
     return lines
 
 
@@ -604,7 +634,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         __doc__, out=Path("order-run"), train=LEARN / "train.jsonl", heldout=LEARN / "heldout.jsonl",
         warm_target=0.35, steps=150, max_tokens=27, eval_max_tokens=64, eval_n=16, seeds="0-11",
     )  # fmt: skip
-    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
+    p.add_argument("--arms", default=",".join(ARMS),
+                   help=f"comma-separated, of {', '.join(ARMS)} (the rule's, the default) and the exploratory "
+                        f"{', '.join(EXPLORATORY)}")  # fmt: skip
     p.add_argument("--checkpoints", default="50,100", help="steps whose checkpoint is evaluated too")
     p.add_argument("--truncated-reward", default="zero", choices=("zero", "verdict"),
                    help="what a cut-off training answer scores, in every arm")  # fmt: skip
@@ -613,9 +645,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.seeds = seed_list(args.seeds)
     args.arms = args.arms.split(",")
-    unknown = [a for a in args.arms if a not in ARMS]
+    unknown = [a for a in args.arms if a not in ALL_ARMS]
     if unknown:
-        p.error(f"unknown arm(s) {', '.join(unknown)}: use {', '.join(ARMS)}")
+        p.error(f"unknown arm(s) {', '.join(unknown)}: use {', '.join(ALL_ARMS)}")
     args.checkpoints = [int(x) for x in args.checkpoints.split(",") if x.strip()]
     args.pick_budget = [int(x) for x in args.pick_budget.split(",")] if args.pick_budget else None
     args = common.smoke_sizes(args, SMOKE)

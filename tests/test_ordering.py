@@ -133,3 +133,20 @@ def test_the_benchmark_runs_its_arms_and_applies_the_rule_at_2_steps(tmp_path):
         assert "same_as" not in rows["mc-T1"] and rows["mc-T1"]["temperature"] == 1.0
     assert data["analysis"]["verdict"] == "too few seeds"
     assert "verdict" in (out / "results.md").read_text()
+
+
+def test_the_exploratory_arms_put_one_of_grpo_s_values_back_and_run_only_when_named():
+    from mcoder.train.config import preset
+
+    grpo, mc = preset("grpo"), preset("microcoder-grpo")
+    for arm, field in (("mc-clip", "eps_high"), ("mc-kl", "beta"), ("mc-seq", "loss_agg")):
+        assert grpo[field] != mc[field], f"{arm}: the presets differ in {field}"
+        flags = ordering.EXPLORATORY[arm]["flags"]
+        assert flags == ["--" + field.replace("_", "-"), str(grpo[field])]
+    assert ordering.parse(["--out", "x"]).arms == list(ordering.ARMS), "the rule's arms by default"
+    assert ordering.parse(["--out", "x", "--arms", "mc,mc-kl"]).arms == ["mc", "mc-kl"]
+    rows = rows_from({"grpo": [50.0, 60.0, 55.0], "dapo": [45.0, 58.0, 50.0], "mc": [40.0, 50.0, 45.0],
+                      "mc-kl": [44.0, 53.0, 50.0]})  # fmt: skip
+    out = ordering.analyze(rows)
+    assert set(out["exploratory"]) == {"mc-kl"} and out["exploratory"]["mc-kl"]["mean"] == pytest.approx(-4.0)
+    assert any("exploratory, not in the rule: MC - mc-kl" in line for line in ordering.verdict_lines(out))
