@@ -294,6 +294,7 @@ def run_figures(run: Path, args) -> dict:
         "samples_generated": samples + probe,
         "probe_samples": probe,
         "collapse_step": collapse_step(steps),
+        "no_pass_step": no_pass_step(steps),
     }
     return out
 
@@ -313,6 +314,28 @@ def collapse_step(steps: list[dict]) -> int | None:
         if run == COLLAPSE_STEPS:
             return steps[i - COLLAPSE_STEPS + 1].get("step", i - COLLAPSE_STEPS + 2)
     return None
+
+
+def no_pass_step(steps: list[dict]) -> int | None:
+    """Outside the rule (added after the runs began): the first of COLLAPSE_STEPS consecutive steps
+    in which no training sample passed, or None. A policy that breaks this way (its programs stop
+    compiling) can keep ending its answers, so the no-EOS collapse misses it; and under dynamic
+    sampling a step with no pass has no group left to learn from, so it does not recover."""
+    run = 0
+    for i, s in enumerate(steps):
+        run = run + 1 if s.get("pass_rate", 1.0) == 0 else 0
+        if run == COLLAPSE_STEPS:
+            return steps[i - COLLAPSE_STEPS + 1].get("step", i - COLLAPSE_STEPS + 2)
+    return None
+
+
+def fill_no_pass_steps(out: Path, rows: list[dict]) -> None:
+    """``no_pass_step`` for rows written before it existed, from their run folder's metrics."""
+    for r in rows:
+        metrics = out / f"seed{r['seed']}" / f"run-{r['arm']}" / "metrics.jsonl"
+        if "no_pass_step" not in r and metrics.exists():
+            lines = metrics.read_text().splitlines()
+            r["no_pass_step"] = no_pass_step([json.loads(x) for x in lines if x.strip()])
 
 
 # ---------------------------------------------------------------- the analysis (pre-registered)
@@ -454,6 +477,7 @@ COLUMNS = [  # (key, label, format)
     ("diversity", "diversity", "{:.3f}"),
     ("temperature", "T", "{}"),
     ("collapse_step", "collapse step", "{}"),
+    ("no_pass_step", "no-pass step", "{}"),
     ("samples_generated", "samples", "{}"),
     ("train_cpu_s", "train CPU s", "{:.0f}"),
 ]
@@ -670,6 +694,7 @@ def measure(args) -> int:
         pick_budget(args)
         return 0
     rows = results(args).load(common.config_dict(args))
+    fill_no_pass_steps(args.out, rows)
     if not args.analyze:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

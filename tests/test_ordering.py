@@ -150,3 +150,18 @@ def test_the_exploratory_arms_put_one_of_grpo_s_values_back_and_run_only_when_na
     out = ordering.analyze(rows)
     assert set(out["exploratory"]) == {"mc-kl"} and out["exploratory"]["mc-kl"]["mean"] == pytest.approx(-4.0)
     assert any("exploratory, not in the rule: MC - mc-kl" in line for line in ordering.verdict_lines(out))
+
+
+def test_a_policy_whose_programs_stop_passing_is_seen_though_it_still_ends_its_answers(tmp_path):
+    """Seed 8's DAPO run: from step 50 no sample passed (its programs no longer compiled) while
+    under 80 % were cut off, so the no-EOS collapse does not see it; the no-pass step does."""
+    steps = [{"step": i + 1, "pass_rate": 0.4, "truncated_rate": 0.4} for i in range(49)]
+    steps += [{"step": i + 50, "pass_rate": 0.0, "truncated_rate": 0.78} for i in range(101)]
+    assert ordering.collapse_step(steps) is None and ordering.no_pass_step(steps) == 50
+    assert ordering.no_pass_step(steps[:51]) is None, "two steps without a pass are not three"
+    run = tmp_path / "seed8" / "run-dapo"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    rows = [{"seed": 8, "arm": "dapo"}, {"seed": 8, "arm": "mc-T1", "same_as": "mc"}]
+    ordering.fill_no_pass_steps(tmp_path, rows)
+    assert rows[0]["no_pass_step"] == 50 and "no_pass_step" not in rows[1]
