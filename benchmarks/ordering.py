@@ -305,15 +305,20 @@ def dropped(step: dict) -> int:
     return step.get("dropped_count", 0) + step.get("samples", 0) - step.get("samples_kept", 0)
 
 
-def collapse_step(steps: list[dict]) -> int | None:
-    """No-EOS collapse: the first step of COLLAPSE_STEPS consecutive steps with train truncation
-    >= COLLAPSE_RATE, or None."""
+def first_run_of(steps: list[dict], hit) -> int | None:
+    """The first step of COLLAPSE_STEPS consecutive steps for which ``hit(step)`` holds, or None."""
     run = 0
     for i, s in enumerate(steps):
-        run = run + 1 if s.get("truncated_rate", 0) >= COLLAPSE_RATE else 0
+        run = run + 1 if hit(s) else 0
         if run == COLLAPSE_STEPS:
             return steps[i - COLLAPSE_STEPS + 1].get("step", i - COLLAPSE_STEPS + 2)
     return None
+
+
+def collapse_step(steps: list[dict]) -> int | None:
+    """No-EOS collapse: the first step of COLLAPSE_STEPS consecutive steps with train truncation
+    >= COLLAPSE_RATE, or None."""
+    return first_run_of(steps, lambda s: s.get("truncated_rate", 0) >= COLLAPSE_RATE)
 
 
 def no_pass_step(steps: list[dict]) -> int | None:
@@ -321,12 +326,7 @@ def no_pass_step(steps: list[dict]) -> int | None:
     in which no training sample passed, or None. A policy that breaks this way (its programs stop
     compiling) can keep ending its answers, so the no-EOS collapse misses it; and under dynamic
     sampling a step with no pass has no group left to learn from, so it does not recover."""
-    run = 0
-    for i, s in enumerate(steps):
-        run = run + 1 if s.get("pass_rate", 1.0) == 0 else 0
-        if run == COLLAPSE_STEPS:
-            return steps[i - COLLAPSE_STEPS + 1].get("step", i - COLLAPSE_STEPS + 2)
-    return None
+    return first_run_of(steps, lambda s: s.get("pass_rate", 1.0) == 0)
 
 
 def fill_no_pass_steps(out: Path, rows: list[dict]) -> None:
