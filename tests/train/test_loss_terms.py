@@ -45,7 +45,8 @@ def test_the_loss_is_the_sum_of_the_terms_and_the_metrics_are_theirs(algo):
 
 @dataclass
 class WithOldKL(TrainConfig):
-    """TrainConfig with the new term's weight field (in the package: a field of terms.TermWeights, which TrainConfig extends)."""
+    """TrainConfig with the new term's weight field (in the package: a field of
+    terms.TermWeights, which TrainConfig extends)."""
 
     old_kl_coef: float = 0.0
     """Weight of the k3 KL to π_old (the policy that sampled)."""

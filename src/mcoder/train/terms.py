@@ -5,13 +5,14 @@ loss (its weight applied; None when it adds nothing) and its metrics.
 
 A term reads its settings from the ``TrainConfig``. A new term's weight is a field of
 ``TermWeights`` below, which ``TrainConfig`` extends: the options, recipes, run config and model
-card read it as one of TrainConfig's (``beta``, the KL's, is a field of TrainConfig itself, where
-it always was). This module is imported with the config, which the command line reads before any
-model is loaded, so it imports torch inside the functions that compute. Its metrics are sums over the micro-batch's loss tokens, named as ``metrics.jsonl`` names
-them; the trainer adds them over micro-batches and processes and reports each divided by the
-tokens (the per-token mean). ``Term.metrics`` names them before any batch is seen (a step whose
-every sample was masked still reports each one, 0). The loss is *minimised*: a term returns -J's
-part. ``mcoder.train.grpo.policy_loss`` sums the terms and aggregates the sum.
+card read it as one of TrainConfig's (``beta``, the KL's, is a field of TrainConfig itself, where it
+always was). This module is imported with the config, which the command line reads before any model
+is loaded, so it imports torch inside the functions that compute. Its metrics are sums over the
+micro-batch's loss tokens, named as ``metrics.jsonl`` names them; the trainer adds them over
+micro-batches and processes and reports each divided by the tokens (the per-token mean).
+``Term.metrics`` names them before any batch is seen (a step whose every sample was masked still
+reports each one, 0). The loss is *minimised*: a term returns -J's part.
+``mcoder.train.grpo.policy_loss`` sums the terms and aggregates the sum.
 """
 
 from __future__ import annotations
