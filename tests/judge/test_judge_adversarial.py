@@ -528,15 +528,37 @@ def test_a_check_stalled_by_a_return_value_is_a_time_limit_and_the_next_check_ru
     assert run(judge, "def add(a, b):\n    return 4242421", ADD).status == "accepted"
 
 
-def test_a_forged_ok_report_does_not_hide_a_crash(judge):
+def test_a_forged_ok_report_does_not_hide_a_crash():
+    # a process per test reports one line on fd 3; the last line counts, written as it ends
     code = """\
         import json, os
         print("contained", flush=True)
         os.write(3, (json.dumps({"ok": True}) + "\\n").encode())
         raise ValueError("after the forged report")
         """
-    v = run(judge, code)
+    with Judge(_cfg(process_per_test=True)) as per_test:
+        v = run(per_test, code)
     assert v.status == "runtime_error" and "ValueError" in v.first_failure["stderr"], v.first_failure
+
+
+FORGED_FRAME = """\
+    import json, os, struct
+    print("contained", flush=True)
+    body = json.dumps({"ok": True, "keep": True, "test": 1}).encode()
+    os.write(4, struct.pack("<I", len(body)) + body)
+    raise ValueError("after the forged report")
+    """
+
+
+@pytest.mark.parametrize("tests", [1, 3])
+def test_a_forged_report_frame_does_not_hide_a_crash(judge, tests):
+    """A process serving a rollout's stdin tests reports each on fd 4, one numbered frame a test.
+    A frame the program forges (the right number, "ok", then a crash) is found out: the server's
+    own frame follows it, at the last test before the process may end, at an earlier one during
+    the next test, whose number it does not carry. (It was taken for the test's end before.)"""
+    v = run(judge, FORGED_FRAME, tests=CONTAINED * tests)
+    assert v.status == "runtime_error", v.first_failure
+    assert v.first_failure["index"] == (0 if tests == 1 else 1), v.first_failure
 
 
 def test_plain_data_only_crosses():

@@ -54,8 +54,8 @@ def test_the_key_is_the_text_it_was_before_the_fields_were_marked():
         "(('timeout_s', 6.0), ('wall_factor', 3.0), ('slot_cpus', 1.0), ('memory_mb', 1024), "
         "('max_processes', 32), ('max_output_mb', 16.0), ('max_disk_mb', 64), ('rollout_wall_s', 300.0), "
         "('compare', 'microcoder'), ('early_exit', True), ('unsafe_no_sandbox', False), "
-        "('allow_packages', ()), ('libraries', 'auto'))"
-    )
+        "('allow_packages', ()), ('libraries', 'auto'), ('process_per_test', False))"
+    )  # (process_per_test came later, and is keyed: a shared process is a different run)
 
 
 def test_the_library_profile_and_the_slots_cpus_are_keyed():

@@ -247,7 +247,11 @@ def test_runs_as_an_unprivileged_user_with_a_scrubbed_environment(hostile_judge,
 
 def test_no_file_descriptor_of_the_judge_is_inherited(hostile_judge):
     code = "import os\nopen_fds = []\nfor fd in range(4096):\n    try:\n        os.fstat(fd)\n        open_fds.append(fd)\n    except OSError:\n        pass\nprint(open_fds)"
-    v = run(hostile_judge, code, tests=[Test("", "[0, 1, 2, 3]\n")])  # 3: its report pipe
+    # the tests of a rollout share a process: 3 and 4 are its request and report pipes
+    v = run(hostile_judge, code, tests=[Test("", "[0, 1, 2, 3, 4]\n")] * 3)
+    assert v.status == "accepted", v.first_failure
+    with _judge(timeout_s=1.0, process_per_test=True) as per_test:  # a process per test: 3 is its report pipe
+        v = run(per_test, code, tests=[Test("", "[0, 1, 2, 3]\n")] * 3)
     assert v.status == "accepted", v.first_failure
 
 

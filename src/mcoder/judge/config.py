@@ -102,6 +102,12 @@ class JudgeConfig:
     ...), ``leetcode`` (sortedcontainers), ``contest`` (both) or ``none`` (the standard library
     only). Nothing else of the host's Python."""
 
+    process_per_test: bool = False
+    """Run every stdin test in a process of its own, as a fresh interpreter would (slower where
+    tests are many and fast). By default a rollout's stdin tests share one process, each run as a
+    fresh ``__main__`` with what a run leaves in the interpreter put back, and a fresh process
+    after any test that failed or left a thread, child process or open file behind."""
+
     # --- speed
     cache_size: int = field(default=20_000, metadata=not_setting("how many outcomes are kept, not what they are"))
     """Outcomes kept by (program, tests, limits) so that identical programs run once (~4 KB each at most)."""

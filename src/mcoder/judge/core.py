@@ -358,6 +358,7 @@ class Judge:
                                 "preimport": preimport,
                                 "deadline": budget_end,
                                 "full_output": record,
+                                "process_per_test": cfg.process_per_test,
                             }
                             worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
                         if grader.stopped:

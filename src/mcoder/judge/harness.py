@@ -2,26 +2,33 @@
 program, report on fd 3.
 
 A stdin test runs the program as a fresh ``__main__`` module, with standard input from the test,
-in a process of its own (a fork of the warm worker, so every import the worker made is already
-there). Call and functional tests load the program once, with the names LeetCode provides in
-scope, then answer calls one after another in that one process.
+in a fork of the warm worker (so every import the worker made is already there): the tests of a
+rollout one after another in one process (``serve_stdin``), which puts back what a run changed in
+the interpreter and is replaced after a failure or anything it cannot put back, or with
+``process_per_test`` each in a process of its own (``run_stdin``). Call and functional tests load
+the program once, with the names LeetCode provides in scope, then answer calls one after another
+in that one process.
 
-A stdin test reports on fd 3 as JSON lines (whether the program ended by an exception); its
-output is what the judge compares. Call and functional tests are served (``serve_calls``): a
+A stdin test reports whether the program ended by an exception (a JSON line on fd 3, or a
+numbered frame on fd 4 from a server); its output is what the judge compares. Call and functional tests are served (``serve_calls``): a
 request comes as plain data on fd 3, the return value goes back as plain data on fd 4, and the
 side that asked compares it; no report of the candidate's own is ever taken as a pass.
 """
 
 from __future__ import annotations
 
+import _thread
+import builtins
 import dis
 import fcntl
 import functools
+import gc
 import importlib.machinery
 import io
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import threading
@@ -183,7 +190,7 @@ def enter(spec: dict, stdin_fd: int, out_w: int, err_w: int, fds3: list[int]) ->
 # Signals whose default action ends a process (all but those that are ignored or stop it).
 _NOT_FATAL = {signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, signal.SIGCONT, signal.SIGSTOP, signal.SIGTSTP,
               signal.SIGTTIN, signal.SIGTTOU}
-_REPORTS = [False]  # whether this process reports on fd 3 (a stdin test)
+_REPORTS: list = [None]  # how this process reports a test's end (a stdin test's): report or _reply
 
 
 def _own_signals_end_it() -> None:
@@ -230,18 +237,18 @@ def _end_by(sig) -> None:
         name = signal.Signals(sig).name
     except ValueError:
         name = f"signal {sig}"
-    if _REPORTS[0]:
+    if _REPORTS[0] is not None:
         try:
-            report(ok=False, exc=f"killed by {name}", mem=False)
+            _REPORTS[0](ok=False, exc=f"killed by {name}", mem=False)
         except BaseException:  # noqa: BLE001, S110 - it ends all the same
             pass
     os._exit(128 + sig)
 
 
-def _fresh_streams() -> None:
+def _fresh_streams(new: bool = False) -> None:
     """Standard streams of the candidate's own on fds 0-2: those the worker made for it (never
-    used there), else new ones."""
-    sys.stdin, sys.stdout, sys.stderr = _STREAMS or _new_streams()
+    used there), else (or with ``new``: a test after the first in one process) new ones."""
+    sys.stdin, sys.stdout, sys.stderr = _new_streams() if new or not _STREAMS else _STREAMS
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
@@ -319,28 +326,227 @@ def _flush() -> None:
 
 def run_stdin(code) -> None:
     """Run ``code`` as ``__main__`` on this process's stdin; report once and exit."""
-    errors = _ThreadErrors()
-    _REPORTS[0] = True
-    ns = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
-    status: dict = {"ok": True}
+    _REPORTS[0] = report
     try:
-        try:
-            exec(code, ns)  # noqa: S102 - the candidate, inside the sandbox: the judge's job
-            _join_threads()
-        except SystemExit as e:
-            if e.code not in (None, 0):
-                if not isinstance(e.code, int):
-                    print(e.code, file=sys.stderr)
-                status = {"ok": False, "exc": "SystemExit", "mem": False, "exit": str(e.code)[:100]}
-        except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it is
-            status = _describe(e)
-        if status["ok"] and errors.first is not None:
-            status = _describe(errors.first)
+        status = _run_main(code, _ThreadErrors(), {})
         _flush()
         report(**status)
     except MemoryError:
         os._exit(EXIT_MEMORY)
     os._exit(0)
+
+
+def _run_main(code, errors: _ThreadErrors, ns: dict) -> dict:
+    """Run ``code`` once as ``__main__`` in ``ns`` and wait for its threads, as the interpreter
+    runs a script: how it ended, as a report's fields."""
+    ns.update({"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})
+    status: dict = {"ok": True}
+    try:
+        exec(code, ns)  # noqa: S102 - the candidate, inside the sandbox: the judge's job
+        _join_threads()
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            if not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+            status = {"ok": False, "exc": "SystemExit", "mem": False, "exit": str(e.code)[:100]}
+    except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it is
+        status = _describe(e)
+    if status["ok"] and errors.first is not None:
+        status = _describe(errors.first)
+    return status
+
+
+def serve_stdin(code) -> None:
+    """The stdin tests of one rollout in this one process, one after another, each as if the
+    program ran alone: a request on fd 3 is the test's input, which becomes a fresh standard
+    input (fd 0, a memfd); the program runs as a fresh ``__main__`` with fresh standard streams
+    and freshly seeded random generators, and its threads are joined; then what a run can leave
+    in the interpreter is put back as the process had it before its first test (``_Fresh``),
+    and the report goes out on fd 4 as one frame of JSON, with ``"keep"``: whether this process
+    may serve the next test. It may not after a failure, or when something of the run cannot be
+    put back (a thread or a child process still running, a file left open, a lowered limit):
+    the worker then forks a fresh process for the next test. Its output is what the judge
+    compares; the report says only how the run ended, as ``run_stdin``'s line does."""
+    _REPORTS[0] = _reply
+    errors = _ThreadErrors()
+    fresh = _Fresh(code)
+    try:
+        while True:
+            data = read_frame(CALL_IN, 1 << 31)
+            if data is None:
+                break
+            _SERVED[0] += 1
+            _stdin_from(data)
+            _fresh_streams(new=True)
+            _reseed()
+            errors.first = None
+            ns: dict = {}
+            status = _run_main(code, errors, ns)
+            _flush()
+            ns.clear()  # its functions hold ns as their globals: a cycle, cut here
+            del ns
+            status["keep"] = status["ok"] and fresh.put_back()
+            _reply(**status)
+    except MemoryError:
+        os._exit(EXIT_MEMORY)
+    os._exit(0)
+
+
+_SERVED = [0]  # the tests this stdin server has begun
+
+
+def _reply(**fields) -> None:
+    """A stdin server's report: one frame with the number of the test it ends (from 1), which
+    the worker checks (a frame the program wrote itself is then taken for no other test)."""
+    write_frame(CALL_OUT, json.dumps({**fields, "test": _SERVED[0]}).encode())
+
+
+def _stdin_from(data: bytes) -> None:
+    """``data`` as this process's fd 0, a fresh memfd read from its start (as the worker gives
+    a test's input to a process of its own)."""
+    fd = os.memfd_create("stdin", 0)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        if fd != 0:  # (0 itself where the last test's program closed its stdin, open(0) does)
+            os.dup2(fd, 0)
+    finally:
+        if fd != 0:
+            os.close(fd)
+
+
+def _reseed() -> None:
+    """The random generators as a freshly forked process has them (``random`` reseeds itself at
+    fork, and the worker has numpy do the same)."""
+    for name in ("random", "numpy.random"):
+        module = sys.modules.get(name)
+        if module is not None:
+            try:
+                module.seed()
+            except Exception:  # noqa: BLE001, S110 - a module the program replaced: its run goes on
+                pass
+
+
+_RLIMITS = (resource.RLIMIT_AS, resource.RLIMIT_STACK, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE,
+            resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CORE)  # fmt: skip
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_FIRST_FREE_FD = 5  # 0-2, and the request and reply pipes
+
+
+class _Fresh:
+    """The interpreter's state that a program's run can change and a fresh process would not
+    carry into the next test, read before the first test: ``put_back`` restores what can be
+    restored (limits of recursion, integer digits, thread stacks and switching; the garbage
+    collector's settings; trace and profile hooks; signal handlers and timers; builtins;
+    environment, working folder, umask, import path, argv) and says False where something cannot
+    be (a thread or child process still running, an fd beyond the standard ones and the two
+    pipes, a lowered resource limit, a changed standard fd, a handler set from C, a module
+    imported, a name added to or removed from any module, or a name of a module the program
+    imports bound to another object). What a program changes inside an object that a module
+    holds (a class's attribute, a container's contents) is not looked for: a program that keeps
+    state there on purpose finds it in its next test (``process_per_test`` rules that out)."""
+
+    def __init__(self, code) -> None:
+        self.named = [m for name in sorted(imported_names(code)) if name not in ("sys", "builtins")
+                      and hasattr(m := sys.modules.get(name), "__dict__")]  # fmt: skip
+        self.modules = self._modules()
+        self.settings = self._settings()
+        self.hooks = (sys.excepthook, threading.excepthook)
+        self.signals = {s: signal.getsignal(s) for s in signal.valid_signals()
+                        if s not in (signal.SIGKILL, signal.SIGSTOP)}  # fmt: skip
+        self.builtins = dict(vars(builtins))
+        self.environ = dict(os.environ)
+        self.cwd = os.getcwd()
+        self.path = list(sys.path)
+        self.limits = [resource.getrlimit(r) for r in _RLIMITS]
+        self.fds = [_fd_id(fd) for fd in (1, 2, CALL_IN, CALL_OUT)]
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.poll = select.poll()  # every fd a program could leave open: a closed one reads POLLNVAL
+        for fd in range(_FIRST_FREE_FD, resource.getrlimit(resource.RLIMIT_NOFILE)[0]):
+            self.poll.register(fd, 0)
+        self.probed = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - _FIRST_FREE_FD
+
+    def _modules(self) -> tuple:
+        """How many modules, how many names each holds, and what the named modules' names are."""
+        sizes = [len(d) if isinstance(d := getattr(m, "__dict__", None), dict) else -1 for m in list(sys.modules.values())]
+        return sizes, [[id(v) for v in vars(m).values()] for m in self.named]
+
+    @staticmethod
+    def _settings() -> tuple:
+        return (sys.getrecursionlimit(), sys.get_int_max_str_digits(), sys.getswitchinterval(),
+                threading.stack_size(), gc.get_threshold(), gc.isenabled(), sys.gettrace(), sys.getprofile())  # fmt: skip
+
+    def put_back(self) -> bool:
+        try:
+            return self._put_back()
+        except Exception:  # noqa: BLE001 - whatever stops the putting back: a fresh process instead
+            return False
+
+    def _put_back(self) -> bool:
+        if [resource.getrlimit(r) for r in _RLIMITS] != self.limits:  # first: a lower fd limit fails poll
+            return False
+        if _thread._count() or _has_children() or self._open_fds() or self._modules() != self.modules:
+            return False
+        if [_fd_id(fd) for fd in (1, 2, CALL_IN, CALL_OUT)] != self.fds:
+            return False
+        if self._settings() != self.settings:
+            recursion, digits, switch, stack, threshold, enabled, _, _ = self.settings
+            sys.setrecursionlimit(recursion)
+            sys.set_int_max_str_digits(digits)
+            sys.setswitchinterval(switch)
+            threading.stack_size(stack)
+            gc.set_threshold(*threshold)
+            (gc.enable if enabled else gc.disable)()
+            sys.settrace(None)
+            sys.setprofile(None)
+            threading.settrace(None)
+            threading.setprofile(None)
+        sys.excepthook, threading.excepthook = self.hooks
+        for timer in _TIMERS:
+            if signal.getitimer(timer) != (0.0, 0.0):
+                signal.setitimer(timer, 0)
+        for sig, handler in self.signals.items():
+            now = signal.getsignal(sig)
+            if now is not handler:
+                if now is None or handler is None:  # a handler from outside Python: not ours to reset
+                    return False
+                signal.signal(sig, handler)
+        space = vars(builtins)
+        if len(space) != len(self.builtins) or any(space.get(k) is not v for k, v in self.builtins.items()):
+            space.clear()
+            space.update(self.builtins)
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        if os.getcwd() != self.cwd:
+            os.chdir(self.cwd)
+        os.umask(self.umask)
+        sys.path[:] = self.path
+        sys.argv = ["main.py"]
+        return True
+
+    def _open_fds(self) -> bool:
+        return sum(1 for _, ev in self.poll.poll(0) if ev & select.POLLNVAL) != self.probed
+
+
+def _fd_id(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _has_children() -> bool:
+    """Whether the program left a child process, running or ended and not waited for."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
 
 
 @functools.cache
@@ -415,11 +621,11 @@ def resolve(ns: dict, fn_name: str | None, defined: set[str]):
 CALL_IN, CALL_OUT = 3, 4  # the fds a call server reads requests from and writes replies to
 
 # Every fd a candidate can write to and the judge reads back, per test kind: its standard output
-# and error, the stdin harness's report line (which the program can forge), and the call
-# channel's replies (which it can forge too). All of it enters the judge through
+# and error, the stdin harness's report line or (a process serving a rollout's stdin tests) its
+# report frames, and the call channel's replies (the program can forge each of them). All of it enters the judge through
 # ``untrusted.admit``; the fuzzing suite drives each one.
 CHANNELS: dict[str, dict[str, int]] = {
-    "stdin": {"stdout": 1, "stderr": 2, "report": REPORT_FD},
+    "stdin": {"stdout": 1, "stderr": 2, "report": REPORT_FD, "reply": CALL_OUT},  # a process per test; a server
     "call": {"stdout": 1, "stderr": 2, "reply": CALL_OUT},
     "functional": {"stdout": 1, "stderr": 2, "reply": CALL_OUT},
 }

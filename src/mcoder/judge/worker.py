@@ -473,6 +473,118 @@ def _exit_outcome(status: int | None) -> dict:
 
 
 def run_stdin_job(proto: Protocol, job: dict) -> None:
+    """Stdin tests: in one process that serves them in turn (``harness.serve_stdin``), each run
+    as if alone, and a fresh process after any test that failed or left something behind; or,
+    with ``process_per_test`` (and for a rollout read by a person, whose every test reports its
+    own memory), a fresh process for every test."""
+    if job.get("process_per_test") or job.get("full_output"):
+        _stdin_process_per_test(proto, job)
+        return
+    n, start = job["n"], 0
+    while start < n:
+        if _budget_spent(job):  # no fresh process for tests that could not run
+            _budget_left(proto, job, start)
+            return
+        if start:
+            _next_test_dir(job)
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        left = n - start
+        child = fork_child(job, job["limits"]["timeout_s"] * left + 1, b"", _stdin_server(job), [req_r, ans_w],
+                           report=False)  # fmt: skip
+        child.fds[ans_r] = "res"
+        req = [req_w]
+        try:
+            start = _stdin_tests(proto, job, child, start, n, req)
+        finally:
+            if req:
+                os.close(req_w)
+            child.kill()
+            child.close()
+
+
+def _stdin_server(job: dict):
+    return lambda: harness.serve_stdin(job["code"])
+
+
+def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req: list[int]) -> int:
+    """Tests ``start``.. on ``child``, which serves stdin tests (requests on ``req[0]``); returns
+    the first test left for a fresh process (``n``: none). Early exit as ``_call_tests``.
+
+    A report is one frame per test, numbered: a frame the program wrote itself on the report
+    pipe is taken for no later test (its number, or a second frame, gives it away), and after
+    the last test the process must end as the server ends, with no frame more."""
+    req_w = req[0]
+    timeout = job["limits"]["timeout_s"]
+    clock = Clock(child.pid, timeout, job.get("deadline"))
+    pending = False  # a result was sent and the judge's go-on/stop is not read yet
+    for i in range(start, n):
+        if _budget_spent(job):  # the tests left are time limits, run or not
+            if pending and not proto.recv():
+                return n
+            _send_result(proto, job, _budget_result(i))
+            pending = job["early_exit"]
+            continue
+        if i > start:
+            _next_test_dir(job)  # the process waits for its input meanwhile: nothing of it runs
+        t0 = time.monotonic()
+        clock.restart(timeout)
+        child.out.clear()
+        child.err.clear()
+        child.send(req_w, job["inputs"][i])
+        while True:
+            event = child.next_event(clock, proto.rfd if pending else None, frames=True)
+            if event != "watch":
+                break
+            pending = False
+            if not proto.recv():
+                return n  # the judge stopped at the last test: this one is discarded
+        if pending and not proto.recv():
+            return n
+        keep = False
+        if event == "report":
+            rep = _reply_of(child.pop_frame())
+            child.drain()
+            keep = rep.pop("keep", False) is True
+            ended = True
+            if rep.get("ok") and i == n - 1:  # the last test: the server must now end, saying nothing more
+                os.close(req_w)
+                req.clear()
+                ended = child.next_event(clock, frames=True) == "exit" and child.status == 0
+            if not ended or rep.pop("test", None) != i - start + 1 or child.res:  # a frame the program wrote
+                rep, keep = {"ok": False, "exc": "BadReport", "mem": False}, False
+            res = outcome(child, event, rep)
+        else:
+            res = outcome(child, event, None)
+        keep = keep and res["status"] == "ok"
+        res.update(i=i, t=time.monotonic() - t0, cpu=clock.used() if child.status is None else child.cpu_s)
+        res["stdout"] = (child.out if res["status"] == "ok" else child.out[:STDOUT_SHOWN]).decode("utf-8", "replace")
+        _send_result(proto, job, res)
+        pending = job["early_exit"]
+        if not keep:  # a fresh process goes on, unless the judge stops
+            return n if pending and not proto.recv() else i + 1
+    if pending:
+        proto.recv()
+    return n
+
+
+def _reply_of(frame: bytes) -> dict:
+    """A stdin server's report (what the candidate's process wrote: read as a report line is)."""
+    try:
+        obj = json.loads(frame)
+    except (ValueError, RecursionError):
+        obj = None
+    return obj if isinstance(obj, dict) else {"ok": False, "exc": "BadReport", "mem": False}
+
+
+def _budget_left(proto: Protocol, job: dict, start: int) -> None:
+    for i in range(start, job["n"]):
+        _send_result(proto, job, _budget_result(i))
+        if job["early_exit"] and not proto.recv():
+            return
+
+
+def _stdin_process_per_test(proto: Protocol, job: dict) -> None:
     """One fresh process per test. With early exit the next test starts while the judge is still
     comparing the last one (its answer is read when it comes); a 'stop' kills that test."""
     timeout = job["limits"]["timeout_s"]
@@ -564,10 +676,7 @@ def run_call_job(proto: Protocol, job: dict) -> None:
     n, start = job["n"], 0
     while start < n:
         if _budget_spent(job):  # no fresh child for tests that could not run
-            for i in range(start, n):
-                _send_result(proto, job, _budget_result(i))
-                if job["early_exit"] and not proto.recv():
-                    return
+            _budget_left(proto, job, start)
             return
         left = n - start
         req_r, req_w = os.pipe()
