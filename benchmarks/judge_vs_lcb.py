@@ -30,7 +30,7 @@ their whole test sets (96 to 143 stdin tests each), solved by programs written f
 (``CODECONTESTS``): the regime of many tests per record.
 
 Usage: ``python benchmarks/judge_vs_lcb.py --lcb PATH [--set examples|leetcode|codecontests] [--workers 2]
-[--timeout 2] [--limit N] [--variants ...]``.
+[--timeout 2] [--limit N] [--variants ...] [--process-per-test]``.
 """
 
 from __future__ import annotations
@@ -236,14 +236,14 @@ def cpu_s() -> float:
     return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
 
 
-def run_mcoder(recs, workers: int, timeout: float) -> tuple[float, list[bool], list[int], float]:
+def run_mcoder(recs, workers: int, timeout: float, per_test: bool = False) -> tuple[float, list[bool], list[int], float]:
     """Wall time, passed per record, tests run per record (up to the first failure), and the CPU
     seconds of the judge and everything under it (workers, candidates), its start and stop included."""
     problems = {p.id: p for p, _, _ in recs}
     rollouts = [
         Rollout(id=f"r{i}", problem_id=p.id, completion=f"```python\n{code}\n```") for i, (p, _, code) in enumerate(recs)
     ]
-    cfg = JudgeConfig(workers=workers, timeout_s=timeout, cache=False)
+    cfg = JudgeConfig(workers=workers, timeout_s=timeout, cache=False, process_per_test=per_test)
     c0 = cpu_s()
     with Judge(cfg) as judge:
         t0 = time.perf_counter()
@@ -360,6 +360,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=2.0, help="time limit per test, whole seconds (LCB's alarm)")
     ap.add_argument("--limit", type=int, default=1000, help="problems per example set")
+    ap.add_argument("--process-per-test", action="store_true", help="mcoder with a process per stdin test (its old way)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which versions of each reference")
     ap.add_argument("--set", default="examples", choices=("examples", "leetcode", "codecontests"), help="whose references and tests")
     args = ap.parse_args()
@@ -371,7 +372,7 @@ def main() -> None:
     print(f"{len(recs)} records ({', '.join(variants)}), {tests} tests, {args.workers} workers, limit {args.timeout} s")
     load = os.getloadavg()[0]
     t_lcb, lcb_passed, cpu_lcb = run_lcb(recs, args.workers, args.timeout, args.lcb)
-    t_mc, mc_passed, ran, cpu_mc = run_mcoder(recs, args.workers, args.timeout)
+    t_mc, mc_passed, ran, cpu_mc = run_mcoder(recs, args.workers, args.timeout, args.process_per_test)
     floors = floor_s(recs, ran, args.workers, args.timeout)
     floor = sum(floors.values())
     print(f"LiveCodeBench: {t_lcb:.1f} s   mcoder: {t_mc:.1f} s   LiveCodeBench/mcoder: {t_lcb / t_mc:.2f}x")

@@ -105,6 +105,7 @@ def prepare_worker(import_path: list[str] | None, other_paths: list[list[str]] =
             importlib.machinery.PathFinder.find_spec("_mcoder_no_such_module")  # fills the finders' caches
         sys.executable = sys._base_executable = os.path.realpath(sys.executable)
     _STREAMS[:] = _streams_as_a_candidate_has_them()
+    _FD_PROBE[:] = _fd_probe()
 
 
 _STREAMS: list = []  # made by prepare_worker, never used in the worker; each candidate takes them
@@ -138,7 +139,7 @@ def rlimits(spec: dict) -> list[tuple[int, int]]:
         (resource.RLIMIT_STACK, min(mem // 2, 512 << 20)),  # deep recursion in main
         (resource.RLIMIT_CPU, spec["cpu_s"]),
         (resource.RLIMIT_FSIZE, spec["max_disk_mb"] << 20),
-        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_NOFILE, _FD_CEILING),
         (resource.RLIMIT_CORE, 0),
     ]
     if spec["uid"] is not None:  # root mode: the slot's unused user id
@@ -464,10 +465,7 @@ class _Fresh:
         self.fds = [_fd_id(fd) for fd in (1, 2, CALL_IN, CALL_OUT)]
         self.umask = os.umask(0o022)
         os.umask(self.umask)
-        self.poll = select.poll()  # every fd a program could leave open: a closed one reads POLLNVAL
-        for fd in range(_FIRST_FREE_FD, resource.getrlimit(resource.RLIMIT_NOFILE)[0]):
-            self.poll.register(fd, 0)
-        self.probed = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - _FIRST_FREE_FD
+        self.poll, self.closed = _FD_PROBE or _fd_probe()
 
     def _modules(self) -> tuple:
         """How many modules, how many names each holds, and what the named modules' names are."""
@@ -529,7 +527,20 @@ class _Fresh:
         return True
 
     def _open_fds(self) -> bool:
-        return sum(1 for _, ev in self.poll.poll(0) if ev & select.POLLNVAL) != self.probed
+        return self.poll.poll(0) != self.closed
+
+
+_FD_CEILING = 256  # the candidate's RLIMIT_NOFILE (``rlimits``): no fd of its can be above it
+_FD_PROBE: list = []  # made once in the worker (``prepare_worker``): each candidate has it forked
+
+
+def _fd_probe() -> tuple:
+    """A poll set of every fd a program could leave open, and what it reads when all are closed
+    (POLLNVAL each, in order): one system call tells whether any is open."""
+    probe = select.poll()
+    for fd in range(_FIRST_FREE_FD, _FD_CEILING):
+        probe.register(fd, 0)
+    return probe, [(fd, select.POLLNVAL) for fd in range(_FIRST_FREE_FD, _FD_CEILING)]
 
 
 def _fd_id(fd: int) -> tuple[int, int] | None:

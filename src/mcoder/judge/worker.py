@@ -477,7 +477,7 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     as if alone, and a fresh process after any test that failed or left something behind; or,
     with ``process_per_test`` (and for a rollout read by a person, whose every test reports its
     own memory), a fresh process for every test."""
-    if job.get("process_per_test") or job.get("full_output"):
+    if job.get("process_per_test") or job.get("full_output") or job["n"] == 1:  # (one test: the cheaper way)
         _stdin_process_per_test(proto, job)
         return
     n, start = job["n"], 0
