@@ -160,3 +160,18 @@ def test_a_failed_test_is_followed_by_a_fresh_process(judges):
     with Judge(judge_config(workers=1, timeout_s=0.5, memory_mb=256, reward="fraction", cache=False)) as judge:
         v = run(judge, code, tests)
     assert v.tests_passed == 3 and v.status == "time_limit", v
+
+
+def test_a_program_that_reads_its_cpu_clock_gets_a_process_per_test(judges):
+    """A program that budgets by its own CPU time (an anytime search) would find the earlier
+    tests' time spent in a shared process and stop sooner: it runs as it would alone."""
+    code = """\
+        import time
+        input()
+        print("fresh" if time.process_time() < 0.4 else "late")
+        t = time.process_time()
+        while time.process_time() - t < 0.2:
+            pass
+        """
+    v = run(judges["shared"], code)
+    assert v.status == "accepted", v.first_failure

@@ -601,6 +601,28 @@ def imported_names(code, limit: int = 10_000) -> set[str]:
     return names
 
 
+# Names through which a program reads its own CPU time: a process serving several tests has spent
+# the earlier tests' time, so a program that budgets by it (an anytime search that stops at 1.8 s
+# of process time) would stop sooner there. Such a program gets a process per test.
+CPU_CLOCK_NAMES = frozenset({"process_time", "process_time_ns", "thread_time", "thread_time_ns", "getrusage",
+                             "clock_gettime", "clock_gettime_ns", "times", "clock"})  # fmt: skip
+
+
+def reads_cpu_clock(code, limit: int = 10_000) -> bool:
+    """Whether the program names one of ``CPU_CLOCK_NAMES`` anywhere (at most ``limit`` code
+    objects; past it, as if it did)."""
+    todo = [code]
+    while todo:
+        limit -= 1
+        if limit < 0:
+            return True
+        c = todo.pop()
+        if not CPU_CLOCK_NAMES.isdisjoint(c.co_names):
+            return True
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return False
+
+
 def _stored_names(code, store: int) -> set[str]:
     """The names the ``store`` instructions of ``code`` (not of code nested in it) bind: a scan of
     the raw bytecode, 2 bytes an instruction (inline caches read as CACHE, which takes no
