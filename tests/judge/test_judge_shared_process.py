@@ -162,16 +162,31 @@ def test_a_failed_test_is_followed_by_a_fresh_process(judges):
     assert v.tests_passed == 3 and v.status == "time_limit", v
 
 
-def test_a_program_that_reads_its_cpu_clock_gets_a_process_per_test(judges):
-    """A program that budgets by its own CPU time (an anytime search) would find the earlier
-    tests' time spent in a shared process and stop sooner: it runs as it would alone."""
-    code = """\
+# State the server does not put back, reached through names that give the program a process per
+# test: each program sets it on the first test only and prints what it finds.
+OWN_PROCESS = {
+    "its CPU clock": """\
         import time
-        input()
         print("fresh" if time.process_time() < 0.4 else "late")
         t = time.process_time()
         while time.process_time() - t < 0.2:
             pass
-        """
-    v = run(judges["shared"], code)
-    assert v.status == "accepted", v.first_failure
+        """,
+    "the decimal context": """\
+        from decimal import Decimal, getcontext
+        print("fresh" if str(Decimal(1) / Decimal(3)) == "0." + "3" * 28 else "stale")
+        getcontext().prec = 5
+        """,
+    "the warning filters": """\
+        import warnings
+        warnings.warn("w")  # an exception once the filter says "error"
+        print("fresh")
+        warnings.simplefilter("error")
+        """,
+}
+
+
+@pytest.mark.parametrize("what", sorted(OWN_PROCESS))
+def test_a_program_that_reaches_state_not_put_back_gets_a_process_per_test(judges, what):
+    v = run(judges["shared"], "input()\n" + textwrap.dedent(OWN_PROCESS[what]))
+    assert v.status == "accepted", (what, v.first_failure)

@@ -44,7 +44,7 @@ from mcoder.judge import libraries, plain, sandbox, untrusted
 from mcoder.judge.cache import BytesLRU, ResultCache, cache_key, limits_key, tests_digest
 from mcoder.judge.compare import compare_output, compare_value
 from mcoder.judge.config import JudgeConfig
-from mcoder.judge.harness import BUDGET_DETAIL, defined_names, imported_names, reads_cpu_clock
+from mcoder.judge.harness import BUDGET_DETAIL, defined_names, imported_names, needs_own_process
 from mcoder.judge.pool import Pool, WorkerDied
 from mcoder.records import Problem, Rollout, Test, Verdict
 
@@ -358,7 +358,7 @@ class Judge:
                                 "preimport": preimport,
                                 "deadline": budget_end,
                                 "full_output": record,
-                                "process_per_test": cfg.process_per_test or (kind == "stdin" and reads_cpu_clock(compiled_code)),
+                                "process_per_test": cfg.process_per_test or (kind == "stdin" and needs_own_process(compiled_code)),
                             }
                             worker.run(job, lambda res, idx=indexes, g=grader: g.receive(idx, res), payload)
                         if grader.stopped:

@@ -601,15 +601,22 @@ def imported_names(code, limit: int = 10_000) -> set[str]:
     return names
 
 
-# Names through which a program reads its own CPU time: a process serving several tests has spent
-# the earlier tests' time, so a program that budgets by it (an anytime search that stops at 1.8 s
-# of process time) would stop sooner there. Such a program gets a process per test.
-CPU_CLOCK_NAMES = frozenset({"process_time", "process_time_ns", "thread_time", "thread_time_ns", "getrusage",
-                             "clock_gettime", "clock_gettime_ns", "times", "clock"})  # fmt: skip
+# Names a program reaches state through that a process serving several tests would carry from one
+# test to the next and the server does not put back: its own CPU time (an anytime search that stops
+# at 1.8 s of process time would stop sooner, the earlier tests' time spent), the decimal context,
+# numpy's error and print settings, warning filters, the locale, the signal mask, audit hooks (which
+# cannot be removed), import hooks, gc callbacks, tracemalloc. A program that names one of them gets
+# a process per test; a name that is only a variable of the same name costs speed, not exactness.
+OWN_PROCESS_NAMES = frozenset({
+    "process_time", "process_time_ns", "thread_time", "thread_time_ns", "getrusage", "clock_gettime",
+    "clock_gettime_ns", "times", "clock", "getcontext", "setcontext", "DefaultContext", "seterr", "seterrcall",
+    "set_printoptions", "printoptions", "filterwarnings", "simplefilter", "setlocale", "pthread_sigmask",
+    "addaudithook", "meta_path", "path_hooks", "callbacks", "tracemalloc",
+})  # fmt: skip
 
 
-def reads_cpu_clock(code, limit: int = 10_000) -> bool:
-    """Whether the program names one of ``CPU_CLOCK_NAMES`` anywhere (at most ``limit`` code
+def needs_own_process(code, limit: int = 10_000) -> bool:
+    """Whether the program names one of ``OWN_PROCESS_NAMES`` anywhere (at most ``limit`` code
     objects; past it, as if it did)."""
     todo = [code]
     while todo:
@@ -617,7 +624,7 @@ def reads_cpu_clock(code, limit: int = 10_000) -> bool:
         if limit < 0:
             return True
         c = todo.pop()
-        if not CPU_CLOCK_NAMES.isdisjoint(c.co_names):
+        if not OWN_PROCESS_NAMES.isdisjoint(c.co_names):
             return True
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return False
