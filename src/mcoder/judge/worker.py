@@ -520,9 +520,8 @@ def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, r
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i in range(start, n):
         if _budget_spent(job):  # the tests left are time limits, run or not
-            if pending and not proto.recv():
+            if not _unrun_test(proto, job, i, pending):
                 return n
-            _send_result(proto, job, _budget_result(i))
             pending = job["early_exit"]
             continue
         if i > start:
@@ -532,15 +531,9 @@ def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, r
         child.out.clear()
         child.err.clear()
         child.send(req_w, job["inputs"][i])
-        while True:
-            event = child.next_event(clock, proto.rfd if pending else None, frames=True)
-            if event != "watch":
-                break
-            pending = False
-            if not proto.recv():
-                return n  # the judge stopped at the last test: this one is discarded
-        if pending and not proto.recv():
-            return n
+        event = _reply_event(proto, child, clock, pending)
+        if event is None:
+            return n  # the judge stopped at the last test: this one is discarded
         keep = False
         if event == "report":
             rep = _reply_of(child.pop_frame())
@@ -622,6 +615,30 @@ def _stdin_process_per_test(proto: Protocol, job: dict) -> None:
         pending = job["early_exit"]
     if pending:
         proto.recv()
+
+
+def _unrun_test(proto: Protocol, job: dict, i: int, pending: bool) -> bool:
+    """Test ``i``, past the rollout's wall budget: a time limit, not run. False: the judge had
+    stopped at the last test."""
+    if pending and not proto.recv():
+        return False
+    _send_result(proto, job, _budget_result(i))
+    return True
+
+
+def _reply_event(proto: Protocol, child: Child, clock: Clock, pending: bool) -> str | None:
+    """Wait for the child's reply frame, or its end, reading the judge's go-on/stop for the last
+    test when it comes; None when the judge stopped."""
+    while True:
+        event = child.next_event(clock, proto.rfd if pending else None, frames=True)
+        if event != "watch":
+            break
+        pending = False
+        if not proto.recv():
+            return None
+    if pending and not proto.recv():
+        return None
+    return event
 
 
 def _budget_spent(job: dict) -> bool:
@@ -707,9 +724,8 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
     for i in range(start, n):
         if _budget_spent(job):  # the tests left are time limits, run or not
-            if pending and not proto.recv():
+            if not _unrun_test(proto, job, i, pending):
                 return n
-            _send_result(proto, job, _budget_result(i))
             pending = job["early_exit"]
             continue
         t0 = time.monotonic()
@@ -717,15 +733,9 @@ def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, re
         if i > start:
             del child.err[:]  # what it wrote during the last test was read with its reply
         child.send(req_w, plain.encode(("call", job["fn_name"], tuple(job["tests"][i]), {})))
-        while True:
-            event = child.next_event(clock, proto.rfd if pending else None, frames=True)
-            if event != "watch":
-                break
-            pending = False
-            if not proto.recv():
-                return n  # the judge stopped at the last test: this one is discarded
-        if pending and not proto.recv():
-            return n
+        event = _reply_event(proto, child, clock, pending)
+        if event is None:
+            return n  # the judge stopped at the last test: this one is discarded
         res: dict
         if event == "report":
             frame = child.pop_frame()
