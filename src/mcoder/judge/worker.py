@@ -2,8 +2,10 @@
 
 Started once per pool slot as ``python -I -c BOOT SETUP``, in one of two roles:
 
-- ``candidates``: runs programs. For each test (stdin) or run of tests (call, functional) it
-  forks a child that is process 1 of a fresh PID and IPC namespace, joins the slot's cgroup,
+- ``candidates``: runs programs. For each run of tests (a rollout's stdin tests, its call tests,
+  its functional tests; a stdin test that failed or left something behind starts a new run, and
+  ``process_per_test`` makes each stdin test one) it forks a child that is process 1 of a fresh
+  PID and IPC namespace, joins the slot's cgroup,
   takes resource limits, drops to the slot's user id, fences its files with Landlock and its
   system calls with seccomp, and runs the program (``harness``). It watches the child's CPU time
   (its whole tree's, where a cgroup counts it) against the limit, with a wall-clock backstop,
