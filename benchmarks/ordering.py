@@ -221,6 +221,8 @@ def _one_arm(seed: int, arm: str, args, rows: list[dict]) -> None:
             spent = run / f"cpu_s-{steps}"
             spent.write_text(f"{cpu + (float(spent.read_text()) if spent.exists() else 0.0)}\n")
         for budget in budgets(args):
+            if args.final_only and (steps != args.steps or budget != args.eval_max_tokens):
+                continue  # the ablations' endpoint only: the run itself is the same
             e = evaluation(run / "checkpoint", root / f"eval-{arm}-{steps}-L{budget}", args, seed, budget, log)
             evals[f"{steps}@{budget}"] = e
     train_cpu = sum(float(p.read_text()) for p in run.glob("cpu_s-*"))
@@ -662,6 +664,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help=f"comma-separated, of {', '.join(ARMS)} (the rule's, the default) and the exploratory "
                         f"{', '.join(EXPLORATORY)}")  # fmt: skip
     p.add_argument("--checkpoints", default="50,100", help="steps whose checkpoint is evaluated too")
+    p.add_argument("--final-only", action="store_true",
+                   help="evaluate only the last checkpoint, at the test budget (the ablations' endpoint), and "
+                        "not the warm start; the runs are the same, with their checkpoints at --checkpoints")  # fmt: skip
     p.add_argument("--truncated-reward", default="zero", choices=("zero", "verdict"),
                    help="what a cut-off training answer scores, in every arm")  # fmt: skip
     p.add_argument("--pick-budget", help="stage 1: candidate train budgets (e.g. 27,28); runs no RL")
@@ -715,7 +720,7 @@ def warm_and_before(seed: int, args) -> None:
     """The seed's warm start and its held-out evaluation at both budgets (kept for a rerun)."""
     root = args.out / f"seed{seed}"
     warm = common.warm_start(args, root / "warm", seed, root / "log.txt")
-    for budget in budgets(args):
+    for budget in [] if args.final_only else budgets(args):
         evaluation(warm, root / f"eval-warm-L{budget}", args, seed, budget, root / "log.txt")
 
 

@@ -135,6 +135,22 @@ def test_the_benchmark_runs_its_arms_and_applies_the_rule_at_2_steps(tmp_path):
     assert "verdict" in (out / "results.md").read_text()
 
 
+@pytest.mark.slow
+def test_final_only_evaluates_the_last_checkpoint_at_the_test_budget_alone(tmp_path):
+    # the ablation reruns of the temperature arms: the same runs (their checkpoint segments kept),
+    # a third of the evaluations
+    out = tmp_path / "o"
+    cmd = [sys.executable, "benchmarks/ordering.py", "--out", str(out), "--smoke", "--seeds", "0",
+           "--arms", "grpo", "--checkpoints", "1", "--final-only", "--jobs", "1"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = json.loads((out / "results.json").read_text())["rows"]
+    assert "pass1_test" in row and "pass1_train" not in row and not any("@" in k for k in row), row
+    evaluated = sorted(p.name for p in (out / "seed0").glob("eval-*"))
+    assert evaluated == ["eval-grpo-2-L24"], evaluated  # (--smoke: 2 steps, test budget 24)
+    assert (out / "seed0" / "run-grpo" / "cpu_s-1").exists()  # the run still stopped at its checkpoint
+
+
 def test_the_exploratory_arms_put_one_of_grpo_s_values_back_and_run_only_when_named():
     from mcoder.train.config import preset
 
