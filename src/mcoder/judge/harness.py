@@ -615,13 +615,13 @@ OWN_PROCESS_NAMES = frozenset({
 })  # fmt: skip
 
 
-def needs_own_process(code, limit: int = 10_000) -> bool:
-    """Whether the program names one of ``OWN_PROCESS_NAMES`` anywhere (at most ``limit`` code
-    objects; past it, as if it did)."""
-    todo = [code]
+def needs_own_process(code, most_objects: int = 10_000) -> bool:
+    """Whether the program names one of ``OWN_PROCESS_NAMES`` anywhere (at most ``most_objects``
+    code objects; past it, as if it did)."""
+    todo, left = [code], most_objects
     while todo:
-        limit -= 1
-        if limit < 0:
+        left -= 1
+        if left < 0:
             return True
         c = todo.pop()
         if not OWN_PROCESS_NAMES.isdisjoint(c.co_names):
