@@ -592,13 +592,20 @@ def imported_names(code, limit: int = 10_000) -> set[str]:
     """The modules the program's ``import`` statements name (dotted, as written), at top level
     or inside its functions; read from the bytecode (at most ``limit`` code objects)."""
     names: set[str] = set()
-    todo = [code]
-    while todo and limit > 0:
-        c = todo.pop()
-        limit -= 1
+    for c in _code_objects(code, limit):
         names.update(_stored_names(c, _IMPORT_NAME))
-        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return names
+
+
+def _code_objects(code, most: int):
+    """``code`` and the code objects nested in it (functions, classes, comprehensions), at most
+    ``most`` of them."""
+    todo = [code]
+    while todo and most > 0:
+        most -= 1
+        c = todo.pop()
+        yield c
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
 
 # Names a program reaches state through that a process serving several tests would carry from one
@@ -618,15 +625,9 @@ OWN_PROCESS_NAMES = frozenset({
 def needs_own_process(code, most_objects: int = 10_000) -> bool:
     """Whether the program names one of ``OWN_PROCESS_NAMES`` anywhere (at most ``most_objects``
     code objects; past it, as if it did)."""
-    todo, left = [code], most_objects
-    while todo:
-        left -= 1
-        if left < 0:
+    for walked, c in enumerate(_code_objects(code, most_objects + 1), 1):
+        if walked > most_objects or not OWN_PROCESS_NAMES.isdisjoint(c.co_names):
             return True
-        c = todo.pop()
-        if not OWN_PROCESS_NAMES.isdisjoint(c.co_names):
-            return True
-        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return False
 
 

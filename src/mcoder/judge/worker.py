@@ -276,11 +276,7 @@ class Child:
     def pop_report(self) -> dict:
         line, _, rest = bytes(self.res).partition(b"\n")
         self.res[:] = rest
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        return obj if isinstance(obj, dict) else {"ok": False, "exc": "BadReport", "mem": False}
+        return _report_of(line)
 
     def pop_frame(self) -> bytes:
         start = framing.HEADER.size
@@ -482,31 +478,35 @@ def run_stdin_job(proto: Protocol, job: dict) -> None:
     if job.get("process_per_test") or job.get("full_output") or job["n"] == 1:  # (one test: the cheaper way)
         _stdin_process_per_test(proto, job)
         return
+    _served_runs(proto, job, lambda: harness.serve_stdin(job["code"]), _stdin_tests, fresh_dir=True)
+
+
+def _served_runs(proto: Protocol, job: dict, server, run_tests, fresh_dir: bool) -> None:
+    """A rollout's tests in runs, each on a child forked to serve them (``server``: requests on a
+    pipe, replies on another): ``run_tests(proto, job, child, start, n, req)`` runs tests
+    ``start``.. on it and returns the first test left for the next child (``n``: none); it may
+    close the request pipe itself (``req`` emptied). ``fresh_dir``: a new child's folder is made
+    again, as for the next test."""
     n, start = job["n"], 0
     while start < n:
-        if _budget_spent(job):  # no fresh process for tests that could not run
+        if _budget_spent(job):  # no fresh child for tests that could not run
             _budget_left(proto, job, start)
             return
-        if start:
+        if start and fresh_dir:
             _next_test_dir(job)
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         left = n - start
-        child = fork_child(job, job["limits"]["timeout_s"] * left + 1, b"", _stdin_server(job), [req_r, ans_w],
-                           report=False)  # fmt: skip
+        child = fork_child(job, job["limits"]["timeout_s"] * left + 1, b"", server, [req_r, ans_w], report=False)
         child.fds[ans_r] = "res"
         req = [req_w]
         try:
-            start = _stdin_tests(proto, job, child, start, n, req)
+            start = run_tests(proto, job, child, start, n, req)
         finally:
             if req:
                 os.close(req_w)
             child.kill()
             child.close()
-
-
-def _stdin_server(job: dict):
-    return lambda: harness.serve_stdin(job["code"])
 
 
 def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req: list[int]) -> int:
@@ -538,7 +538,7 @@ def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, r
             return n  # the judge stopped at the last test: this one is discarded
         keep = False
         if event == "report":
-            rep = _reply_of(child.pop_frame())
+            rep = _report_of(child.pop_frame())
             child.drain()
             keep = rep.pop("keep", False) is True
             ended = True
@@ -563,10 +563,11 @@ def _stdin_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, r
     return n
 
 
-def _reply_of(frame: bytes) -> dict:
-    """A stdin server's report (what the candidate's process wrote: read as a report line is)."""
+def _report_of(data: bytes) -> dict:
+    """A stdin test's report, a line or a server's frame, as the candidate's process wrote it: a
+    JSON object, else a bad report."""
     try:
-        obj = json.loads(frame)
+        obj = json.loads(data)
     except (ValueError, RecursionError):
         obj = None
     return obj if isinstance(obj, dict) else {"ok": False, "exc": "BadReport", "mem": False}
@@ -691,23 +692,7 @@ def run_call_job(proto: Protocol, job: dict) -> None:
     each test's arguments and reads back the return value as plain data, which it passes on to
     the judge unread. A child that dies (time limit, crash) takes its test with it; a fresh
     child goes on from the next one. Each test's stderr is what the child wrote during it."""
-    timeout = job["limits"]["timeout_s"]
-    n, start = job["n"], 0
-    while start < n:
-        if _budget_spent(job):  # no fresh child for tests that could not run
-            _budget_left(proto, job, start)
-            return
-        left = n - start
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-        child = fork_child(job, timeout * left + 1, b"", _server(job), [req_r, ans_w], report=False)
-        child.fds[ans_r] = "res"
-        try:
-            start = _call_tests(proto, job, child, start, n, req_w)
-        finally:
-            os.close(req_w)
-            child.kill()
-            child.close()
+    _served_runs(proto, job, _server(job), _call_tests, fresh_dir=False)
 
 
 def _server(job: dict):
@@ -715,12 +700,14 @@ def _server(job: dict):
     return lambda: harness.serve_calls(job["code"], PRELUDE, job["limits"]["max_output_bytes"], defined)
 
 
-def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req_w: int) -> int:
-    """Tests ``start``.. on ``child``; returns the first test left for a fresh child (``n``: none).
-    With early exit the next call goes out while the judge is still comparing the last reply, as
-    stdin tests do (its answer is read when it comes; a 'stop' kills that call)."""
+def _call_tests(proto: Protocol, job: dict, child: Child, start: int, n: int, req: list[int]) -> int:
+    """Tests ``start``.. on ``child`` (requests on ``req[0]``); returns the first test left for a
+    fresh child (``n``: none). With early exit the next call goes out while the judge is still
+    comparing the last reply, as stdin tests do (its answer is read when it comes; a 'stop' kills
+    that call)."""
     from mcoder.judge import plain
 
+    req_w = req[0]
     timeout = job["limits"]["timeout_s"]
     clock = Clock(child.pid, timeout, job.get("deadline"))
     pending = False  # a result was sent and the judge's go-on/stop is not read yet
