@@ -43,7 +43,9 @@ PURE_LONG = settings(max_examples=5000, deadline=None, suppress_health_check=lis
 # Two tests with different answers: a program that ignores its input cannot pass both, so a
 # hostile program (which writes the same bytes every run) is never rightly accepted.
 PROBLEMS = {
+    # two stdin tests: one process serves them (harness.serve_stdin); one: a process of its own
     "stdin": Problem(id="stdin", source="t", question="", tests=[Test("3\n", "6\n"), Test("5\n", "10\n")]),
+    "stdin-alone": Problem(id="stdin-alone", source="t", question="", tests=[Test("3\n", "6\n")]),
     "call": Problem(
         id="call", source="t", question="", fn_name="f",
         tests=[Test("3", "6", "call"), Test("5", "10", "call")],
@@ -53,7 +55,8 @@ PROBLEMS = {
         tests=[Test("def check(candidate):\n    assert candidate(3) == 6\n    assert candidate(5) == 10\n", "", "functional")],
     ),
 }
-HONEST = {"stdin": "print(2 * int(input()))", "call": "def f(x):\n    return 2 * x", "functional": "def f(x):\n    return 2 * x"}
+TEST_KIND = {"stdin": "stdin", "stdin-alone": "stdin", "call": "call", "functional": "functional"}
+HONEST = {"stdin": "print(2 * int(input()))", "stdin-alone": "print(2 * int(input()))", "call": "def f(x):\n    return 2 * x", "functional": "def f(x):\n    return 2 * x"}
 
 
 def _cfg(**kw) -> JudgeConfig:
@@ -145,7 +148,7 @@ def _hostile_program(kind: str, channel: int, data: bytes, when: str, ending: st
         {ENDINGS[ending]}
     """).strip("\n")
     body = textwrap.indent(write, "    ")
-    if kind == "stdin":
+    if TEST_KIND[kind] == "stdin":
         run = f"def run():\n{body}\n    print(6)\n"
         return f"import os, signal\n{run}run()\n" if when == "load" else f"import os, signal\ninput()\n{run}run()\n"
     if when == "load":
@@ -156,7 +159,7 @@ def _hostile_program(kind: str, channel: int, data: bytes, when: str, ending: st
 def hostile(kind: str):
     return st.builds(
         lambda channel, data, when, ending: _hostile_program(kind, channel, data, when, ending),
-        st.sampled_from(sorted(harness.CHANNELS[kind].values())),
+        st.sampled_from(sorted(harness.CHANNELS[TEST_KIND[kind]].values())),
         hostile_bytes,
         st.sampled_from(["load", "run"]),
         st.sampled_from(sorted(ENDINGS)),
@@ -218,11 +221,11 @@ def test_the_channels_are_the_fds_a_candidate_finds_open(judge):
     )
     for kind, problem in PROBLEMS.items():
         say = "os.write(2, ('FDS' + json.dumps(w) + '\\n').encode()); os._exit(1)"
-        code = "import json\n" + probe + (say if kind == "stdin" else f"def f(x):\n    {say}")
+        code = "import json\n" + probe + (say if TEST_KIND[kind] == "stdin" else f"def f(x):\n    {say}")
         (v,) = judge.judge({problem.id: problem}, [_rollout("probe", problem, code)])
         (line,) = [ln for ln in v.first_failure["stderr"].splitlines() if ln.startswith("FDS")]
         writable = set(json.loads(line[3:]))
-        assert writable - {0} <= set(harness.CHANNELS[kind].values()), (kind, writable, v.first_failure)
+        assert writable - {0} <= set(harness.CHANNELS[TEST_KIND[kind]].values()), (kind, writable, v.first_failure)
 
 
 # ------------------------------------------------------------------ every comparator, hostile input
@@ -383,7 +386,7 @@ def _kill_at_every_step(monkeypatch, kinds: list[str]) -> None:
 
 
 def test_the_worker_dies_at_every_step_of_a_stdin_job(monkeypatch):
-    _kill_at_every_step(monkeypatch, ["stdin"])
+    _kill_at_every_step(monkeypatch, ["stdin", "stdin-alone"])
 
 
 @pytest.mark.slow
